@@ -55,49 +55,145 @@ _EXPORTS: dict[str, str] = {
     "use_registry": "kode_nb.registry",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    "AutoApprove",
+    "AutoDeny",
+    "CallbackApprover",
+    "CancelToken",
+    "ConfigurationError",
+    "DuplicateToolError",
+    "EventBus",
+    "Executor",
+    "ImageBlock",
+    "JsonBlock",
+    "JsonlAuditLog",
+    "KodeError",
+    "KodeUsageError",
+    "NOT_GIVEN",
+    "Policy",
+    "TextBlock",
+    "Tool",
+    "ToolCall",
+    "ToolCancelledError",
+    "ToolCategory",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolKind",
+    "ToolNotFoundError",
+    "ToolPermissionError",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolRetry",
+    "ToolTimeoutError",
+    "ToolValidationError",
+    "approve",
+    "default_registry",
+    "define_tool",
+    "deny",
+    "tool",
+    "use_registry",
+]
 
 if TYPE_CHECKING:
     from kode_nb.approval import (
-        ApprovalDecision,
-        ApprovalRequest,
-        Approver,
-        AutoApprove,
-        AutoDeny,
-        CallbackApprover,
-        approve,
-        deny,
+        ApprovalDecision as ApprovalDecision,
     )
-    from kode_nb.define import define_tool, tool
+    from kode_nb.approval import (
+        ApprovalRequest as ApprovalRequest,
+    )
+    from kode_nb.approval import (
+        Approver as Approver,
+    )
+    from kode_nb.approval import (
+        AutoApprove as AutoApprove,
+    )
+    from kode_nb.approval import (
+        AutoDeny as AutoDeny,
+    )
+    from kode_nb.approval import (
+        CallbackApprover as CallbackApprover,
+    )
+    from kode_nb.approval import (
+        approve as approve,
+    )
+    from kode_nb.approval import (
+        deny as deny,
+    )
+    from kode_nb.define import define_tool as define_tool
+    from kode_nb.define import tool as tool
     from kode_nb.errors import (
-        ConfigurationError,
-        DuplicateToolError,
-        KodeError,
-        KodeUsageError,
-        ToolCancelledError,
-        ToolDefinitionError,
-        ToolError,
-        ToolNotFoundError,
-        ToolPermissionError,
-        ToolRetry,
-        ToolTimeoutError,
-        ToolValidationError,
+        ConfigurationError as ConfigurationError,
     )
-    from kode_nb.events import EventBus, JsonlAuditLog
-    from kode_nb.executor import Executor, ToolCall
-    from kode_nb.policy import Policy
+    from kode_nb.errors import (
+        DuplicateToolError as DuplicateToolError,
+    )
+    from kode_nb.errors import (
+        KodeError as KodeError,
+    )
+    from kode_nb.errors import (
+        KodeUsageError as KodeUsageError,
+    )
+    from kode_nb.errors import (
+        ToolCancelledError as ToolCancelledError,
+    )
+    from kode_nb.errors import (
+        ToolDefinitionError as ToolDefinitionError,
+    )
+    from kode_nb.errors import (
+        ToolError as ToolError,
+    )
+    from kode_nb.errors import (
+        ToolNotFoundError as ToolNotFoundError,
+    )
+    from kode_nb.errors import (
+        ToolPermissionError as ToolPermissionError,
+    )
+    from kode_nb.errors import (
+        ToolRetry as ToolRetry,
+    )
+    from kode_nb.errors import (
+        ToolTimeoutError as ToolTimeoutError,
+    )
+    from kode_nb.errors import (
+        ToolValidationError as ToolValidationError,
+    )
+    from kode_nb.events import EventBus as EventBus
+    from kode_nb.events import JsonlAuditLog as JsonlAuditLog
+    from kode_nb.executor import Executor as Executor
+    from kode_nb.executor import ToolCall as ToolCall
+    from kode_nb.policy import Policy as Policy
     from kode_nb.registry import ToolRegistry, default_registry, use_registry
-    from kode_nb.tools import Tool
+    from kode_nb.tools import Tool as Tool
     from kode_nb.types import (
-        NOT_GIVEN,
-        CancelToken,
-        ImageBlock,
-        JsonBlock,
-        TextBlock,
-        ToolCategory,
-        ToolContext,
-        ToolKind,
-        ToolResult,
+        NOT_GIVEN as NOT_GIVEN,
+    )
+    from kode_nb.types import (
+        CancelToken as CancelToken,
+    )
+    from kode_nb.types import (
+        ImageBlock as ImageBlock,
+    )
+    from kode_nb.types import (
+        JsonBlock as JsonBlock,
+    )
+    from kode_nb.types import (
+        TextBlock as TextBlock,
+    )
+    from kode_nb.types import (
+        ToolCategory as ToolCategory,
+    )
+    from kode_nb.types import (
+        ToolContext as ToolContext,
+    )
+    from kode_nb.types import (
+        ToolKind as ToolKind,
+    )
+    from kode_nb.types import (
+        ToolResult as ToolResult,
     )
 
 

@@ -119,7 +119,8 @@ class CallbackApprover:
     def __init__(
         self, fn: Callable[[ApprovalRequest], DecisionLike | Awaitable[DecisionLike]], *, name: str = ""
     ) -> None:
-        if not callable(fn):
+        candidate: object = fn  # callers without type checking may pass anything
+        if not callable(candidate):
             from kode_nb.errors import ConfigurationError
 
             raise ConfigurationError(f"CallbackApprover needs a callable, got {fn!r}")

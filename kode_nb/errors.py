@@ -99,8 +99,10 @@ class FieldIssue:
             return f"{where}: required field is missing" + (
                 f" (expected {self.expected})" if self.expected else ""
             )
-        received = _short_repr(self.received)
-        return f"{where}: {self.message}; received {received} ({_json_type(self.received)})"
+        received = f"received {_short_repr(self.received)} ({_json_type(self.received)})"
+        if not self.path:
+            return f"{self.message}; {received}"
+        return f"{where}: {self.message}; {received}"
 
 
 class ToolValidationError(ToolError):

@@ -95,6 +95,8 @@ class Tool:
     """Optional: renders the effect of a call (e.g. a diff) for the approval prompt."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """Free-form extra data (MCP server, subagent definition...)."""
+    key: str = field(init=False, repr=False)
+    """The registry key: the normalized name (computed)."""
 
     def __post_init__(self) -> None:
         try:
@@ -104,6 +106,7 @@ class Tool:
 
             raise ToolDefinitionError(str(exc), function=self.source or None) from None
         object.__setattr__(self, "name", name)
+        object.__setattr__(self, "key", normalize_name(name))
         if not self.label:
             object.__setattr__(self, "label", _default_label(name))
         object.__setattr__(self, "kind", ToolKind(self.kind))
@@ -123,11 +126,6 @@ class Tool:
                 f"approval must be 'auto', 'ask', 'deny' or a predicate, got {self.approval!r}",
                 function=self.source or name,
             )
-
-    @property
-    def key(self) -> str:
-        """The registry key: the normalized name."""
-        return normalize_name(self.name)
 
     @property
     def parameters(self) -> dict[str, Any]:

@@ -173,7 +173,8 @@ def _block_text(block: ContentBlock) -> str:
         return block.text
     if isinstance(block, JsonBlock):
         return json.dumps(block.data, ensure_ascii=False, default=str)
-    size = len(block.data) * 3 // 4
+    data = block.data.rstrip()
+    size = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
     return f"[image: {block.mime_type}, {size} bytes]"
 
 
