@@ -15,7 +15,6 @@ import inspect
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kode_nb._plans import ApproverLike, LoopSlots, Plan, PolicyLike, RegistryLike
@@ -27,6 +26,7 @@ from kode_nb._running import (
     drive_gen,
     preview_text,
 )
+from kode_nb._threads import DaemonThreadPool
 from kode_nb.approval import ApprovalRequest
 from kode_nb.errors import ToolNotFoundError, ToolTimeoutError, ToolValidationError
 from kode_nb.events import (
@@ -64,7 +64,7 @@ class ExecutorCore:
     _slots: LoopSlots
     _inflight: dict[CallState, None]
     _stopping: dict[CallState, None]
-    _pool: ThreadPoolExecutor | None
+    _pool: DaemonThreadPool | None
 
     # ----------------------------------------------------------------- steps before running
 
@@ -218,9 +218,7 @@ class ExecutorCore:
             pool = self._pool
             if pool is None:
                 n = self._max_concurrency
-                pool = self._pool = ThreadPoolExecutor(
-                    max(4, n) if n else None, thread_name_prefix="kode_nb-tool"
-                )
+                pool = self._pool = DaemonThreadPool(max(4, n) if n else 32)
             run: Callable[..., Any] = contextvars.copy_context().run
             if plan.mode == "gen":
                 token = st.get_token()

@@ -1,0 +1,275 @@
+"""The curated public API: ``kode_nb.__all__`` is sorted, complete and lazy.
+
+Every public name of the core modules is either exported from ``kode_nb`` or listed in
+``NOT_EXPORTED`` with the reason it stays in its module. A new public name must be decided on
+here, so the top-level API never grows or shrinks by accident.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import kode_nb
+
+INIT_FILE = Path(kode_nb.__file__)
+
+# Modules users import from: each public name is exported or listed in NOT_EXPORTED.
+CORE_MODULES = [
+    "kode_nb.approval",
+    "kode_nb.define",
+    "kode_nb.errors",
+    "kode_nb.events",
+    "kode_nb.executor",
+    "kode_nb.policy",
+    "kode_nb.registry",
+    "kode_nb.tools",
+    "kode_nb.types",
+]
+
+# Implementation modules of the core: none of their names is re-exported; users reach them
+# through the modules above (define_tool, ToolRegistry.to_openai(), load_entry_points()...).
+HELPER_MODULES = [
+    "kode_nb.docstrings",
+    "kode_nb.formats",
+    "kode_nb.introspect",
+    "kode_nb.issues",
+    "kode_nb.plugins",
+    "kode_nb.raw_schema",
+    "kode_nb.schema",
+    "kode_nb.schema_dialects",
+    "kode_nb.selectors",
+    "kode_nb.stats",
+    "kode_nb.validation",
+]
+
+# Module-level public names deliberately NOT re-exported from kode_nb (reached through their
+# module instead). Keep each set exact: the test below fails on stale entries too.
+NOT_EXPORTED: dict[str, set[str]] = {
+    "kode_nb.approval": set(),
+    "kode_nb.define": set(),
+    "kode_nb.errors": {
+        "FieldIssue",  # read from ToolValidationError.issues, never built by users
+        "ToolSignal",  # base of ToolRetry; tools raise ToolRetry
+    },
+    "kode_nb.events": {
+        # events are told apart by their ``type`` string; the classes are for isinstance checks
+        # and annotations, from kode_nb.events
+        "EVENT_TYPES",
+        "ApprovalRequested",
+        "ApprovalResolved",
+        "CallCancelled",
+        "CallCompleted",
+        "CallFailed",
+        "CallRequested",
+        "CallStarted",
+        "CallTimedOut",
+        "CallUpdate",
+        "InvalidArguments",
+        "Subscription",
+        "ToolEvent",
+        "event_to_dict",
+    },
+    "kode_nb.executor": {
+        "ApproverLike",  # type aliases of the constructor's parameters
+        "PolicyLike",
+        "RegistryLike",
+        "RunningCall",  # returned by Executor.running()
+    },
+    "kode_nb.policy": {
+        "ApprovalMode",  # type aliases
+        "Decision",
+        "resolve_allowed_path",  # tools use ToolContext.resolve_path / Policy.check_path
+    },
+    "kode_nb.registry": {
+        "BUILTIN_PROFILES",  # documented data, seen through ToolRegistry.profiles()
+        "LoadReport",  # returned by ToolRegistry.load_entry_points()
+        "RegistryStats",  # returned by ToolRegistry.stats()
+        "Selector",  # policy/profile internals
+        "ToolStats",  # returned by ToolRegistry.stats(name)
+        "parse_selector",
+    },
+    "kode_nb.tools": {
+        "ArgumentValidator",  # protocol for schema back-ends, implemented in kode_nb.schema
+        "CallMode",  # type alias
+    },
+    "kode_nb.types": {
+        "MUTATING_KINDS",  # ToolKind.is_mutating is the public way
+        "ApprovalRule",  # type aliases, for annotations
+        "ContentBlock",
+        "ResultStatus",
+        "NotGiven",  # the type of NOT_GIVEN
+        "normalize_name",  # registry-key helpers
+        "validate_name",
+    },
+}
+
+# Importing kode_nb alone must not pull these in (laziness keeps `import kode_nb` fast).
+HEAVY_MODULES = ["anywidget", "httpx", "IPython", "ipywidgets", "jsonschema", "pydantic"]
+
+
+def _exports() -> dict[str, str]:
+    exports: dict[str, str] = kode_nb._EXPORTS
+    return exports
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(name)
+
+
+def test_all_is_sorted_and_unique() -> None:
+    assert kode_nb.__all__ == sorted(kode_nb.__all__)
+    assert len(set(kode_nb.__all__)) == len(kode_nb.__all__)
+    assert set(kode_nb.__all__) == set(_exports())
+
+
+@pytest.mark.parametrize("name", kode_nb.__all__)
+def test_every_exported_name_resolves_to_its_module(name: str) -> None:
+    module_name = _exports()[name]
+    module = _module(module_name)
+    value = getattr(kode_nb, name)
+    assert value is getattr(module, name)
+    assert name in module.__all__, f"{name} is exported but not in {module_name}.__all__"
+    if inspect.isclass(value) or inspect.isfunction(value):
+        assert value.__module__ == module_name, f"{name} is defined in {value.__module__}"
+
+
+@pytest.mark.parametrize("module_name", CORE_MODULES)
+def test_core_public_names_are_exported_or_listed(module_name: str) -> None:
+    module = _module(module_name)
+    public = set(module.__all__)
+    exported = {n for n, m in _exports().items() if m == module_name}
+    listed = NOT_EXPORTED[module_name]
+    missing = public - exported - listed
+    assert not missing, (
+        f"{module_name} has public names neither exported from kode_nb nor listed in "
+        f"NOT_EXPORTED: {sorted(missing)}"
+    )
+    stale = listed - (public - exported)
+    assert not stale, f"NOT_EXPORTED[{module_name!r}] lists names it should not: {sorted(stale)}"
+
+
+@pytest.mark.parametrize("module_name", CORE_MODULES + HELPER_MODULES)
+def test_module_all_names_exist(module_name: str) -> None:
+    module = _module(module_name)
+    for name in module.__all__:
+        assert hasattr(module, name), f"{module_name}.__all__ names missing {name!r}"
+        assert not name.startswith("_"), f"{module_name}.__all__ lists private {name!r}"
+
+
+def test_every_public_module_is_classified() -> None:
+    """A new public module of the core must be added to CORE_MODULES or HELPER_MODULES."""
+    found = {
+        f"kode_nb.{m.name}"
+        for m in pkgutil.iter_modules(kode_nb.__path__)
+        if not m.ispkg and not m.name.startswith("_")
+    }
+    assert found == set(CORE_MODULES) | set(HELPER_MODULES)
+
+
+def test_only_core_modules_are_exported_from() -> None:
+    assert set(_exports().values()) <= set(CORE_MODULES)
+
+
+def test_dir_lists_every_public_name() -> None:
+    listed = dir(kode_nb)
+    assert set(kode_nb.__all__) <= set(listed)
+    assert listed == sorted(listed)
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = kode_nb.no_such_name
+
+
+def test_type_checking_imports_match_the_exports() -> None:
+    """The ``if TYPE_CHECKING:`` imports (for type checkers and IDEs) mirror ``_EXPORTS``."""
+    tree = ast.parse(INIT_FILE.read_text(encoding="utf-8"))
+    blocks = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+    ]
+    assert len(blocks) == 1
+    imported = {
+        alias.asname or alias.name: node.module
+        for node in ast.walk(blocks[0])
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert imported == _exports()
+
+
+def _run_python(code: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=INIT_FILE.parent.parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_import_kode_nb_is_lazy() -> None:
+    out = _run_python(
+        "import json, sys\n"
+        "import kode_nb\n"
+        f"heavy = {HEAVY_MODULES!r}\n"
+        "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
+    )
+    assert json.loads(out) == [], "import kode_nb must not import these (import them lazily)"
+
+
+def test_defining_and_running_tools_does_not_import_jsonschema() -> None:
+    """jsonschema (650 ms to import) is only for tools defined from a raw JSON Schema."""
+    out = _run_python(
+        "import json, sys\n"
+        "import kode_nb\n"
+        "@kode_nb.tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    '''Add two numbers.'''\n"
+        "    return a + b\n"
+        "kode_nb.Executor\n"
+        "print(json.dumps('jsonschema' in sys.modules))\n"
+    )
+    assert json.loads(out) is False
+
+
+def test_users_code_type_checks_strictly(tmp_path: Path) -> None:
+    user = tmp_path / "user.py"
+    user.write_text(
+        "import kode_nb\n"
+        "from kode_nb import Executor, ToolResult\n"
+        "\n"
+        "@kode_nb.tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    '''Add two numbers.'''\n"
+        "    return a + b\n"
+        "\n"
+        "async def main() -> ToolResult:\n"
+        "    return await Executor().call('add', {'a': 1, 'b': 2})\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), "user.py"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
