@@ -197,6 +197,20 @@ if TYPE_CHECKING:
     )
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext kode_nb``: register the magics and display formatters, nothing else."""
+    from kode_nb._extension import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext kode_nb``: remove exactly what loading registered."""
+    from kode_nb._extension import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:

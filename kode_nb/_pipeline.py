@@ -375,6 +375,8 @@ class ExecutorCore:
         issues: Sequence[Any] = (), timeout: float = 0.0,
     ) -> ToolResult:  # fmt: skip
         """Build the result, emit the one terminal event, record the stats."""
+        if st.pending is not None:
+            st.drain()  # updates a worker thread queued before the end come before the result
         t0 = st.t0
         if t0:
             duration = _perf() - t0

@@ -34,6 +34,10 @@ __all__ = ["CallState", "Deadlines", "decide", "drive_async_gen", "drive_gen", "
 log = logging.getLogger("kode_nb.executor")
 
 
+_PENDING_LOCK = threading.Lock()
+"""Guards every CallState.pending (held only to swap or append to a list)."""
+
+
 class CallState:
     """One in-flight call. Created on the loop thread; :meth:`update` may be called from any."""
 
@@ -47,6 +51,7 @@ class CallState:
         "loop_thread",
         "on_update",
         "parent_call_id",
+        "pending",
         "plan",
         "reason",
         "registry",
@@ -102,6 +107,8 @@ class CallState:
         self.requests = 0
         """How many times the executor called ``task.cancel()`` for this call."""
         self.sequence = 0
+        self.pending: list[Any] | None = None
+        """Updates from worker threads not yet delivered; a drain is scheduled while not None."""
         self.done = False
         self.t0 = 0.0
         """``perf_counter()`` when the body started (0: it never ran)."""
@@ -118,12 +125,32 @@ class CallState:
         return token
 
     def update(self, data: Any) -> None:
-        """Deliver a partial output: at once on the loop thread, else in order via the loop."""
+        """Deliver a partial output: at once on the loop thread, else in order via the loop.
+
+        Updates from a worker thread are batched: the first one schedules a single drain on the
+        loop and the rest are appended to its list, so a tool streaming thousands of updates
+        costs one loop wake-up per batch instead of one per update.
+        """
         if threading.get_ident() == self.loop_thread:
+            if self.pending is not None:
+                self.drain()
             self.deliver(data)
             return
+        with _PENDING_LOCK:
+            pending = self.pending
+            if pending is not None:
+                pending.append(data)
+                return
+            self.pending = [data]
         with contextlib.suppress(RuntimeError):  # RuntimeError: the loop is closed
-            self.loop.call_soon_threadsafe(self.deliver, data)
+            self.loop.call_soon_threadsafe(self.drain)
+
+    def drain(self) -> None:
+        """On the loop thread: deliver every update the worker thread queued, in order."""
+        with _PENDING_LOCK:
+            pending, self.pending = self.pending, None
+        for data in pending or ():
+            self.deliver(data)
 
     def deliver(self, data: Any) -> None:
         """On the loop thread: number the update, emit ``CallUpdate``, call the caller's callback."""
@@ -131,7 +158,7 @@ class CallState:
             return  # a worker thread kept going after the call ended
         self.sequence += 1
         bus = self.bus
-        if bus.active:
+        if bus.wants_updates:
             bus.emit(
                 CallUpdate(
                     tool=self.tool,

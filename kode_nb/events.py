@@ -200,6 +200,7 @@ class EventBus:
 
     def __init__(self, *, on_error: Callable[[Any, BaseException], object] | None = None) -> None:
         self._subs: tuple[Subscription, ...] = ()
+        self._wants_updates = False
         self._lock = threading.Lock()
         self.on_error = on_error
         """Called with ``(event, exception)`` when a subscriber raises (after logging)."""
@@ -208,7 +209,13 @@ class EventBus:
 
     @property
     def active(self) -> bool:
+        """Some subscriber exists (event objects are worth building)."""
         return bool(self._subs)
+
+    @property
+    def wants_updates(self) -> bool:
+        """Some subscriber takes ``update`` events (the hot path of a streaming tool)."""
+        return self._wants_updates
 
     def subscribe(
         self, callback: Subscriber, *, types: Iterable[str] | None = None
@@ -226,15 +233,19 @@ class EventBus:
                 )
         sub = Subscription(self, callback, wanted)
         with self._lock:
-            self._subs = (*self._subs, sub)
+            self._set((*self._subs, sub))
         return sub
+
+    def _set(self, subs: tuple[Subscription, ...]) -> None:
+        self._subs = subs
+        self._wants_updates = any(s.types is None or "update" in s.types for s in subs)
 
     def unsubscribe(self, callback: Subscriber) -> bool:
         """Remove ``callback``; returns False if it was not subscribed."""
         with self._lock:
             kept = tuple(s for s in self._subs if s.callback is not callback)
             removed = len(kept) != len(self._subs)
-            self._subs = kept
+            self._set(kept)
         return removed
 
     def emit(self, event: Any) -> None:

@@ -18,6 +18,7 @@ PYTHON="${PYTHON:-python3}"
 VENV="$ROOT/.venv"
 BENCH_VENV="$ROOT/.venv-bench"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 # the browser is Debian's chromium, never a download
 export JUPYTER_PLATFORM_DIRS=1 # silences jupyter_core's platformdirs DeprecationWarning
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -55,6 +56,20 @@ ensure_venv() {
     # -----------------------------------------------------------------------------------------------
 
     echo "$want" >"$stamp" || return 1
+}
+
+# ensure_chromium: the browser tests need Debian's chromium at /usr/bin/chromium. Installed with
+# apt when missing and we are root (as on CI); otherwise say how to get it.
+ensure_chromium() {
+    [[ -x /usr/bin/chromium ]] && return 0
+    if [[ "$(id -u)" != 0 ]]; then
+        echo "dev.sh: /usr/bin/chromium is missing; install it: sudo apt-get install -y chromium" >&2
+        return 1
+    fi
+    log "installing Debian's chromium for the browser tests"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
+        >/dev/null || return 1
 }
 
 # ---------------------------------------------------------------------------- isolated Jupyter state
@@ -111,12 +126,8 @@ cmd_test() {
         exit 1
     fi
 
-    # ---- browser tests (coming) --------------------------------------------------------------------
-    # Playwright tests against a real JupyterLab will need Debian's chromium (never a downloaded
-    # browser): `apt-get install -y chromium` when /usr/bin/chromium is missing (root/CI only), and
-    # PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1. Add the install here and a `step browser ...` below.
-    # -----------------------------------------------------------------------------------------------
-
+    # Browser tests drive a real JupyterLab in Debian's chromium (never a downloaded browser).
+    step chromium ensure_chromium
     scratch="$(mktemp -d "${TMPDIR:-/tmp}/kode_nb-test.XXXXXX")"
     # shellcheck disable=SC2064
     trap "rm -rf '$scratch'" EXIT

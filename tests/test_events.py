@@ -323,3 +323,19 @@ async def test_no_event_objects_are_built_without_subscribers(
     ex.bus.subscribe(lambda e: None)
     await ex.call("talk_tool", {"n": 1})
     assert built == ["CallRequested", "CallStarted", "CallUpdate", "CallCompleted"]
+
+
+def test_wants_updates_follows_the_subscribers_types() -> None:
+    bus = EventBus()
+    assert not bus.wants_updates
+    only_ends = bus.subscribe(lambda e: None, types=["completed", "failed"])
+    assert bus.active
+    assert not bus.wants_updates
+    everything = bus.subscribe(lambda e: None)
+    assert bus.wants_updates
+    everything.close()
+    assert not bus.wants_updates
+    bus.subscribe(lambda e: None, types=["update"])
+    assert bus.wants_updates
+    only_ends.close()
+    assert bus.wants_updates

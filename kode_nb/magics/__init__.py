@@ -1,0 +1,34 @@
+"""The kode_nb IPython magics: ``%%tool``, ``%tool``, ``%tools``, ``%policy``, ``%approval``.
+
+Loaded by ``%load_ext kode_nb``. :func:`get_session` returns the kernel's
+:class:`~kode_nb.magics.session.KodeSession` (registry, policy, executor, event bus) for code
+that wants to use it directly, e.g. ``get_session().bus.subscribe(print)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kode_nb.magics.kode_magics import KodeMagics
+
+if TYPE_CHECKING:
+    from kode_nb.magics.session import KodeSession
+
+__all__ = ["KodeMagics", "get_session"]
+
+
+def get_session(shell: Any = None) -> KodeSession:
+    """The session of ``shell`` (default: the running IPython); needs ``%load_ext kode_nb``."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    magics = None if shell is None else shell.magics_manager.registry.get("KodeMagics")
+    if magics is None:
+        from kode_nb.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "kode_nb is not loaded in this IPython: run %load_ext kode_nb first"
+        )
+    session: KodeSession = magics.session
+    return session

@@ -1,0 +1,225 @@
+"""``KodeMagics``: the kode_nb magics and their settings (traitlets, so ``%config`` works).
+
+Thin: each magic parses its line (``magic_arguments``, so ``%tool?`` shows the options), calls
+the core through the session, and displays. Importing this module is cheap: the core, the
+widgets and pydantic are imported when a magic first runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import CaselessStrEnum, Float, Int, TraitError, observe, validate
+
+if TYPE_CHECKING:
+    from kode_nb.magics.session import KodeSession
+    from kode_nb.policy import ApprovalMode
+    from kode_nb.ui.handle import CallHandle
+
+__all__ = ["KodeMagics"]
+
+_KINDS = ("read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other")
+_CATEGORIES = ("system", "file", "network", "data", "code", "mcp", "agent", "custom")
+_FORMATS = ("openai", "openai-strict", "anthropic", "gemini", "mcp")
+
+
+@magics_class
+class KodeMagics(Magics):
+    """Define, inspect, call and govern LLM tools from the notebook."""
+
+    approval_mode = CaselessStrEnum(
+        ("ask", "auto", "deny"),
+        default_value="ask",
+        help="What happens to calls that need approval: 'ask' shows Approve/Deny buttons, "
+        "'auto' runs them without asking, 'deny' refuses them. `%approval MODE` changes it.",
+    ).tag(config=True)
+    max_concurrency = Int(
+        3,
+        help="How many tool calls may run at once (0 = no limit). Applies when no call is running.",
+    ).tag(config=True)
+    update_rate = Float(
+        20.0,
+        help="Most refreshes per second of a call's streamed output (the rest is coalesced: "
+        "only new text is sent, and the final flush is exact).",
+    ).tag(config=True)
+    display_style = CaselessStrEnum(
+        ("auto", "widget", "html", "text"),
+        default_value="auto",
+        help="How calls and tools are shown: 'widget' (live views and buttons), 'html' (static "
+        "HTML refreshed in place; approvals are denied with a message), 'text'; 'auto' = widget "
+        "in a kernel, text in terminal IPython.",
+    ).tag(config=True)
+    approval_timeout = Float(
+        0.0, help="Seconds an approval prompt waits before denying (0 = wait until clicked)."
+    ).tag(config=True)
+    default_timeout = Float(
+        30.0, help="Seconds before a call of a tool without its own timeout is stopped (0 = none)."
+    ).tag(config=True)
+
+    _session: KodeSession | None = None  # set before __init__ runs: config may fire observers
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.installed_formatters: list[Any] = []
+        """What the extension registered (removed again on unload)."""
+
+    # ------------------------------------------------------------------ settings
+
+    @validate("max_concurrency")
+    def _check_count(self, proposal: Any) -> int:
+        if proposal["value"] < 0:
+            raise TraitError(
+                f"max_concurrency must be >= 0 (0 = no limit), got {proposal['value']}"
+            )
+        return int(proposal["value"])
+
+    @validate("update_rate")
+    def _check_rate(self, proposal: Any) -> float:
+        if not proposal["value"] > 0:
+            raise TraitError(f"update_rate must be > 0 flushes per second, got {proposal['value']}")
+        return float(proposal["value"])
+
+    @validate("approval_timeout", "default_timeout")
+    def _check_seconds(self, proposal: Any) -> float:
+        if proposal["value"] < 0:
+            raise TraitError(
+                f"{proposal['trait'].name} must be >= 0 seconds, got {proposal['value']}"
+            )
+        return float(proposal["value"])
+
+    @observe("approval_mode")
+    def _mode_changed(self, change: Any) -> None:
+        if self._session is not None:
+            self._session.policy.set_approval_mode(change["new"])
+
+    @observe("max_concurrency", "default_timeout")
+    def _limits_changed(self, change: Any) -> None:
+        if self._session is not None and not self._session.rebuild_executor():
+            self._session.rebuild_pending = True
+            print(
+                f"KodeMagics.{change['name']} applies to calls started after the running ones finish."
+            )
+
+    # ------------------------------------------------------------------ session
+
+    @property
+    def session(self) -> KodeSession:
+        """The kernel's session, created on first use."""
+        if self._session is None:
+            from kode_nb.magics.session import KodeSession
+
+            self._session = KodeSession(self.shell, self)
+        return self._session
+
+    def close_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    # ------------------------------------------------------------------ %tool / %%tool
+
+    @magic_arguments()
+    @argument("--name", help="the tool's name (default: the function's name; one function only)")
+    @argument(
+        "--kind",
+        choices=_KINDS,
+        default="other",
+        help="what the tool does (mutating kinds ask for approval)",
+    )
+    @argument("--category", choices=_CATEGORIES, default="custom", help="where its effects land")
+    @argument(
+        "--group", action="append", metavar="GROUP", help="a group it belongs to (repeatable)"
+    )
+    @argument("--timeout", type=float, help="seconds before a call is stopped")
+    @argument("--approval", choices=("ask", "auto", "deny"), help="override the approval rule")
+    @argument("--inline", action="store_true", help="a fast sync tool: run on the event loop")
+    @no_var_expand  # JSON braces and `$var` are parsed here, not by IPython
+    @line_cell_magic
+    def tool(self, line: str, cell: str | None = None) -> CallHandle | None:
+        """Define tools from a cell, or call a tool.
+
+        As a cell magic, ``%%tool [options]`` runs the cell and registers every function it
+        defines (typed parameters, docstring) as a tool, replacing the previous version, and
+        shows its card: description, parameters, and the JSON schema the model sees.
+
+        As a line magic, ``%tool NAME key=value ...`` or ``%tool NAME {JSON}`` calls the tool
+        through the executor (policy, validation, approval, timeout) and shows a live view. The
+        cell returns at once with a handle: ``await h``, ``h.done()``, ``h.result()``,
+        ``h.cancel()``; the last result is also in ``_kode_result``. ``key=$var`` passes a
+        notebook variable.
+        """
+        if cell is None:
+            return self._call(line)
+        from kode_nb.magics.define_cell import run_tool_cell
+        from kode_nb.magics.manage import show_tool
+
+        args = parse_argstring(self.tool, line)
+        session = self.session
+        for tool in run_tool_cell(self.shell, session, args, cell):
+            show_tool(session, tool)
+        return None
+
+    def _call(self, line: str) -> CallHandle:
+        from kode_nb.magics.call_line import parse_call_arguments, split_call
+        from kode_nb.magics.manage import require_tool
+
+        name, rest = split_call(line)
+        session = self.session
+        tool = require_tool(session, name, "%tool")
+        assert self.shell is not None
+        arguments = parse_call_arguments(rest, tool.parameters, self.shell.user_ns)
+        return session.call(tool, arguments)
+
+    # ------------------------------------------------------------------ %tools
+
+    @magic_arguments()
+    @argument("action", nargs="?", default="list", choices=("list", "show", "remove"),
+              help="list (default) | show NAME | remove NAME")  # fmt: skip
+    @argument("name", nargs="?", help="the tool, for show and remove")
+    @argument("--kind", help="list only tools of this kind")
+    @argument("--group", help="list only tools in this group")
+    @argument("--format", choices=_FORMATS, help="show: the schema exported for this provider")
+    @line_magic
+    def tools(self, line: str) -> None:
+        """List the registered tools with their call stats, show one, or remove one."""
+        from kode_nb.magics.manage import tools_command
+
+        tools_command(self.session, parse_argstring(self.tools, line))
+
+    # ------------------------------------------------------------------ %policy / %approval
+
+    @line_magic
+    def policy(self, line: str) -> None:
+        """Show or change the session's tool policy.
+
+        Usage::
+
+            %policy                      show the policy
+            %policy profile NAME|none    use a profile (minimal, coding, full, or one you defined)
+            %policy allow X [X ...]      allow tools (names, group:G, kind:K, category:C, *)
+            %policy deny X [X ...]       deny tools (deny wins)
+            %policy paths                list the directories file tools may touch
+            %policy paths add|remove P   allow / stop allowing a directory
+        """
+        from kode_nb.magics.manage import policy_command
+
+        policy_command(self.session, line)
+
+    @line_magic
+    def approval(self, line: str) -> None:
+        """Show or set how calls that need approval are handled: ``%approval ask|auto|deny``."""
+        from kode_nb.magics.manage import APPROVAL_MODES
+
+        mode = line.strip().lower()
+        if not mode:
+            current = self.session.policy.approval_mode
+            print(f"Approval mode: {current} ({APPROVAL_MODES[current]})")
+            return
+        if mode not in APPROVAL_MODES:
+            raise UsageError(f"%approval: unknown mode {line.strip()!r}; use ask, auto or deny")
+        self.approval_mode = mode
+        self.session.policy.set_approval_mode(cast("ApprovalMode", mode))  # even if unchanged here
+        print(f"Approval mode: {mode} ({APPROVAL_MODES[mode]})")

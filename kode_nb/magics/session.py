@@ -1,0 +1,276 @@
+"""``KodeSession``: the per-kernel state behind the magics, created on first use.
+
+One session per kernel (it lives on the :class:`~kode_nb.magics.KodeMagics` instance): the
+registry (:func:`kode_nb.default_registry`), a :class:`~kode_nb.Policy`, an
+:class:`~kode_nb.EventBus` and an :class:`~kode_nb.Executor` whose approver asks in the
+notebook. :meth:`KodeSession.call` starts a call as an asyncio task on the kernel's running
+loop and returns a :class:`~kode_nb.ui.handle.CallHandle` at once (never blocking the cell);
+without a running loop (terminal IPython) the call runs to completion on a private loop.
+
+A kernel interrupt cancels the running calls: while the kernel is idle SIGINT is otherwise
+ignored, so the session installs a handler (through ipykernel's saved handler, which it
+restores between messages); an interrupted cell (``KeyboardInterrupt``) cancels them too.
+:meth:`close` undoes all of this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kode_nb.types import ToolResult
+
+if TYPE_CHECKING:
+    from kode_nb.approval import ApprovalDecision, ApprovalRequest
+    from kode_nb.magics.kode_magics import KodeMagics
+    from kode_nb.tools import Tool
+    from kode_nb.ui.handle import CallHandle
+
+__all__ = ["KodeSession", "NotebookApprover", "resolve_style"]
+
+ROUTED_EVENTS = (
+    "requested", "invalid_arguments", "approval_requested", "approval_resolved", "started",
+    "completed", "failed", "timed_out", "cancelled",
+)  # fmt: skip
+"""Events forwarded to a call's view and handle (updates go straight to ``on_update``)."""
+
+
+def resolve_style(style: str, shell: Any) -> str:
+    """``widget`` in a kernel, ``text`` in terminal IPython, else ``style`` as configured."""
+    if style != "auto":
+        return style
+    return "widget" if getattr(shell, "kernel", None) is not None else "text"
+
+
+class NotebookApprover:
+    """Asks the way the session's front end can: buttons, the terminal, or denial with a note."""
+
+    def __init__(self, session: KodeSession) -> None:
+        self.session = session
+        self._widgets: Any = None
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        style = self.session.style
+        if style == "widget":
+            if self._widgets is None:
+                from kode_nb.ui.approval import WidgetApprover
+
+                self._widgets = WidgetApprover(
+                    find_view=self.session.views.get, timeout=self.session.approval_timeout
+                )
+            decision: ApprovalDecision = await self._widgets(request)
+            return decision
+        from kode_nb.ui.terminal import TerminalApprover, headless_denial
+
+        if _is_terminal(self.session.shell):
+            return await TerminalApprover()(request)
+        return headless_denial(request)
+
+    def __repr__(self) -> str:
+        return f"NotebookApprover(style={self.session.style!r})"
+
+
+def _is_terminal(shell: Any) -> bool:
+    return type(shell).__name__ == "TerminalInteractiveShell"
+
+
+class KodeSession:
+    """Registry, policy, bus, executor and live views of one kernel."""
+
+    def __init__(self, shell: Any, settings: KodeMagics) -> None:
+        from kode_nb.events import EventBus
+        from kode_nb.policy import Policy
+        from kode_nb.registry import default_registry
+
+        self.shell = shell
+        self.settings = settings
+        self.registry = default_registry()
+        """The kernel's registry (the default one when the session was created)."""
+        self.policy = Policy(approval_mode=settings.approval_mode)
+        self.bus = EventBus()
+        """Every call's events; subscribe to watch or audit."""
+        self.approver = NotebookApprover(self)
+        self.views: dict[str, Any] = {}
+        """Live views of calls in flight, by call id."""
+        self.handles: dict[str, CallHandle] = {}
+        """Handles of calls in flight, by call id."""
+        self.cell_tools: dict[str, tuple[str, ...]] = {}
+        """Tool names each ``%%tool`` cell defined, by cell id (to drop tools a re-run removed)."""
+        self.executor = self._new_executor()
+        self.rebuild_pending = False
+        """New limits wait for the running calls to finish (see :meth:`rebuild_executor`)."""
+        self._subscription = self.bus.subscribe(self._route, types=ROUTED_EVENTS)
+        self._private_loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = threading.get_ident()
+        self._sigint_previous: Any = None
+        self._kernel_previous: Any = None
+        self._install_interrupt()
+        shell.events.register("post_run_cell", self._after_cell)
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def style(self) -> str:
+        return resolve_style(self.settings.display_style, self.shell)
+
+    def approval_timeout(self) -> float | None:
+        return self.settings.approval_timeout or None
+
+    def _new_executor(self) -> Any:
+        from kode_nb.executor import Executor
+
+        s = self.settings
+        return Executor(
+            self.registry, policy=self.policy, approver=self.approver, bus=self.bus,
+            max_concurrency=s.max_concurrency or None, default_timeout=s.default_timeout or None,
+        )  # fmt: skip
+
+    def rebuild_executor(self) -> bool:
+        """Apply new limits (a new executor); False while calls are in flight."""
+        if self.executor.running():
+            return False
+        self.executor.close()
+        self.executor = self._new_executor()
+        return True
+
+    # ------------------------------------------------------------------ calls
+
+    def call(self, tool: Tool, arguments: Mapping[str, Any] | str | None) -> CallHandle:
+        """Start ``tool`` with ``arguments``; returns its handle at once (see module docstring)."""
+        from kode_nb.ui.handle import CallHandle
+
+        if self.rebuild_pending and self.rebuild_executor():
+            self.rebuild_pending = False
+        call_id = f"nb_{uuid.uuid4().hex[:10]}"
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        style = self.style if loop is not None else "text"
+        view = self._make_view(tool, arguments, call_id, style, loop or self._loop())
+        handle = CallHandle(
+            tool=tool.name, call_id=call_id, view=view, shell=self.shell,
+            cancel=lambda reason: self.executor.cancel(call_id=call_id, reason=reason),
+        )  # fmt: skip
+        self.views[call_id] = view
+        self.handles[call_id] = handle
+        view.show()
+        coro = self._run(tool.name, arguments, call_id, view, handle)
+        if loop is not None:
+            handle.task = loop.create_task(coro, name=f"kode_nb call {tool.name} {call_id}")
+        else:
+            self._loop().run_until_complete(coro)
+        return handle
+
+    def _make_view(
+        self, tool: Tool, arguments: Any, call_id: str, style: str, loop: asyncio.AbstractEventLoop
+    ) -> Any:
+        common: dict[str, Any] = dict(
+            tool=tool.name, kind=tool.kind.value, arguments=arguments, call_id=call_id,
+            rate=self.settings.update_rate, loop=loop,
+        )  # fmt: skip
+        if style == "widget":
+            from kode_nb.ui.call_view import CallView
+
+            return CallView(**common)
+        from kode_nb.ui.static_view import StaticCallView
+
+        return StaticCallView(style="html" if style == "html" else "text", **common)
+
+    async def _run(
+        self, name: str, arguments: Any, call_id: str, view: Any, handle: CallHandle
+    ) -> ToolResult:
+        result: ToolResult | None = None
+        try:
+            result = await self.executor.call(
+                name, arguments, call_id=call_id, on_update=view.on_update
+            )
+            return result
+        finally:
+            if result is None:  # this task itself was cancelled (session closing)
+                result = ToolResult.error(
+                    "The call was cancelled.", status="cancelled", tool=name, call_id=call_id
+                )
+            self.views.pop(call_id, None)
+            self.handles.pop(call_id, None)
+            handle._set_result(result)
+            view.finish(result)
+            self.shell.user_ns["_kode_result"] = result
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        if self._private_loop is None or self._private_loop.is_closed():
+            self._private_loop = asyncio.new_event_loop()
+        return self._private_loop
+
+    def _route(self, event: Any) -> None:
+        handle = self.handles.get(event.call_id)
+        if handle is not None:
+            handle.events.append(event)
+        view = self.views.get(event.call_id)
+        if view is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            view.on_event(event)
+        else:  # an event from a worker thread: widget changes happen on the loop
+            view.loop.call_soon_threadsafe(view.on_event, event)
+
+    def cancel_all(self, reason: str = "cancelled") -> int:
+        """Cancel every call in flight (thread-safe); returns how many."""
+        return int(self.executor.cancel(reason=reason))
+
+    # ------------------------------------------------------------------ interrupts
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.cancel_all("interrupted (kernel interrupt)")
+        previous = self._sigint_previous
+        if callable(previous) and previous is not signal.default_int_handler:
+            previous(signum, frame)
+
+    def _install_interrupt(self) -> None:
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is None or threading.current_thread() is not threading.main_thread():
+            return
+        # Between messages ipykernel restores `kernel.saved_sigint_handler` (SIG_IGN): the
+        # handler that is active while the kernel is idle, i.e. while background calls run.
+        if hasattr(kernel, "saved_sigint_handler"):
+            self._kernel_previous = self._sigint_previous = kernel.saved_sigint_handler
+            kernel.saved_sigint_handler = self._on_sigint
+        current = signal.getsignal(signal.SIGINT)
+        if current is signal.SIG_IGN:  # created outside a message handler
+            self._sigint_previous = current
+            signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _restore_interrupt(self) -> None:
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is not None and getattr(kernel, "saved_sigint_handler", None) == self._on_sigint:
+            kernel.saved_sigint_handler = self._kernel_previous
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) == self._on_sigint
+        ):
+            signal.signal(signal.SIGINT, self._sigint_previous or signal.SIG_IGN)
+
+    def _after_cell(self, result: Any) -> None:
+        error = getattr(result, "error_in_exec", None)
+        if isinstance(error, (KeyboardInterrupt, asyncio.CancelledError)):
+            self.cancel_all("interrupted (kernel interrupt)")
+
+    # ------------------------------------------------------------------ teardown
+
+    def close(self) -> None:
+        """Cancel running calls, stop listening, restore the interrupt handler."""
+        self.executor.close()
+        self._subscription.close()
+        self._restore_interrupt()
+        with contextlib.suppress(ValueError):
+            self.shell.events.unregister("post_run_cell", self._after_cell)
+        if self._private_loop is not None and not self._private_loop.is_running():
+            self._private_loop.close()
+
+    def __repr__(self) -> str:
+        return f"KodeSession(style={self.style!r}, tools={len(self.registry)}, running={len(self.handles)})"

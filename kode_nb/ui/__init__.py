@@ -1,0 +1,9 @@
+"""The notebook UI: live call views, approval prompts, tool cards and rich displays.
+
+This package is the only place that imports ``ipywidgets`` / ``anywidget``, and only in the
+modules that need them (:mod:`~kode_nb.ui.call_view`, :mod:`~kode_nb.ui.approval`,
+:mod:`~kode_nb.ui.card`, :mod:`~kode_nb.ui.stream`). :mod:`~kode_nb.ui.html` and
+:mod:`~kode_nb.ui.formatters` render plain HTML and text for front ends without widgets
+(nbconvert, GitHub, VS Code without the widget manager, terminal IPython). Nothing is imported
+here, so ``import kode_nb.ui.html`` stays cheap.
+"""

@@ -1,0 +1,172 @@
+"""``CallView``: the live view of one tool call.
+
+Shows the tool, its kind, the arguments, a status with the elapsed time, the ``on_update``
+stream (coalesced: at most ``rate`` flushes a second, only new text sent, a final flush
+guaranteed), the approval prompt when one is needed, then the result or error and the duration.
+
+All widget changes happen on the event loop's thread: executor events and updates arrive there
+(:meth:`on_event`, :meth:`on_update`), and :meth:`finish` is called by the task that ran the call.
+The view's mimebundle also carries ``text/html`` and ``text/plain`` snapshots; :meth:`finish`
+refreshes the displayed output (``update_display_data``) so a saved notebook, nbconvert or a
+front end without widgets shows the final state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as W  # type: ignore[import-untyped]
+
+from kode_nb.ui.coalesce import Coalescer, update_text
+from kode_nb.ui.html import call_args_html, call_header_html, call_html, call_text, result_html
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
+    from kode_nb.types import ToolResult
+    from kode_nb.ui.approval import ApprovalPrompt
+    from kode_nb.ui.stream import StreamView
+
+__all__ = ["CallView"]
+
+TICK = 1.0
+"""Seconds between elapsed-time refreshes while a call is pending."""
+
+
+class CallView(W.VBox):  # type: ignore[misc]
+    """The live view of one call; feed it events, updates and finally the result."""
+
+    children: tuple[Any, ...]
+
+    def __init__(
+        self,
+        *,
+        tool: str,
+        kind: str = "",
+        arguments: Any = None,
+        call_id: str = "",
+        rate: float = 20.0,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.tool = tool
+        self.kind = kind
+        self.arguments = arguments
+        self.call_id = call_id
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self.state = "queued"
+        """``queued``, ``approval_requested``, ``approved``, ``started``, ... then the result's status."""
+        self.result: ToolResult | None = None
+        self.stream: StreamView | None = None
+        self.prompt: ApprovalPrompt | None = None
+        self.display_handle: DisplayHandle | None = None
+        self._t0 = time.monotonic()
+        self._coalescer = Coalescer(self._flush, rate=rate, loop=self.loop)
+        self._tick: asyncio.TimerHandle | None = None
+        self.header = W.HTML(self._header_html())
+        self.args = W.HTML(call_args_html(arguments))
+        super().__init__(
+            [self.header, self.args], layout=W.Layout(border="1px solid #ccc", padding="2px 6px")
+        )
+        self._tick = self.loop.call_later(TICK, self._on_tick)
+
+    # ------------------------------------------------------------------ inputs
+
+    def on_update(self, data: Any) -> None:
+        """The executor's ``on_update`` callback: O(1), any thread."""
+        self._coalescer.push(update_text(data))
+
+    def on_event(self, event: Any) -> None:
+        """A (non-update) executor event for this call."""
+        kind = event.type
+        if kind == "approval_resolved":
+            self._set_state("approved" if event.approved else "denied")
+        elif kind in ("approval_requested", "started", "invalid_arguments"):
+            self._set_state(kind)
+
+    def show_approval(self, prompt: ApprovalPrompt) -> None:
+        """Add the prompt; the arguments shown become the validated ones it is about."""
+        self.prompt = prompt
+        self.arguments = dict(prompt.request.arguments)
+        self.args.value = call_args_html(self.arguments)
+        self._set_state("approval_requested")
+        self.children = (*self.children, prompt)
+
+    def finish(self, result: ToolResult) -> None:
+        """Final flush, the result, and a refreshed display (idempotent)."""
+        if self.result is not None:
+            return
+        self._coalescer.close()
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+        self.result = result
+        self.state = result.status
+        self.header.value = self._header_html()
+        self.children = (*self.children, W.HTML(result_html(result)))
+        if self.display_handle is not None:
+            self.display_handle.update(self)
+
+    # ------------------------------------------------------------------ internals
+
+    def _flush(self, chunk: str) -> None:
+        if self.stream is None:
+            from kode_nb.ui.stream import StreamView
+
+            self.stream = StreamView()
+            self.children = (*self.children, self.stream)
+        self.stream.append(chunk)
+
+    def _set_state(self, state: str) -> None:
+        if self.result is None and state != self.state:
+            self.state = state
+            self.header.value = self._header_html()
+
+    def _on_tick(self) -> None:
+        if self.result is None:
+            self.header.value = self._header_html()
+            self._tick = self.loop.call_later(TICK, self._on_tick)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    @property
+    def updates(self) -> int:
+        """How many updates arrived (pushed to the stream)."""
+        return self._coalescer.pushes
+
+    @property
+    def text(self) -> str:
+        """The streamed text so far (exactly what the browser was sent)."""
+        return self.stream.text if self.stream is not None else ""
+
+    def _header_html(self) -> str:
+        return call_header_html(
+            self.tool, self.kind, self.call_id, self.state, self.elapsed, self.result
+        )
+
+    # ------------------------------------------------------------------ displays
+
+    def show(self) -> None:
+        """Display the view (again: the same display id, so the final refresh reaches every copy)."""
+        from IPython.display import display
+
+        if self.display_handle is None:
+            self.display_handle = display(self, display_id=True)
+        else:
+            display(self, display_id=self.display_handle.display_id)
+
+    def html(self) -> str:
+        approval = self.prompt.html() if self.prompt is not None else None
+        return call_html(self._header_html(), self.arguments, self.text, approval, self.result)
+
+    def text_summary(self) -> str:
+        return call_text(self.tool, self.call_id, self.state, self.result)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
+        data["text/html"] = self.html()
+        data["text/plain"] = self.text_summary()
+        return data

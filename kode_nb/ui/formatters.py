@@ -1,0 +1,51 @@
+"""The IPython display formatters for kode_nb's core objects (``text/html`` and ``text/plain``).
+
+The core never imports display code; ``%load_ext kode_nb`` registers these functions *by type
+name* (:data:`FORMATTED_TYPES`), so neither the types nor this module are imported until an
+object is first displayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kode_nb.ui import html as H
+from kode_nb.ui import tool_html as T
+
+__all__ = ["FORMATTED_TYPES", "HTML", "TEXT"]
+
+_EVENTS = (
+    "ApprovalRequested", "ApprovalResolved", "CallCancelled", "CallCompleted", "CallFailed",
+    "CallRequested", "CallStarted", "CallTimedOut", "CallUpdate", "InvalidArguments",
+)  # fmt: skip
+
+FORMATTED_TYPES: tuple[tuple[str, str, str], ...] = (
+    ("kode_nb.types", "ToolResult", "result"),
+    ("kode_nb.tools", "Tool", "tool"),
+    ("kode_nb.registry", "ToolRegistry", "registry"),
+    ("kode_nb.policy", "Policy", "policy"),
+    ("kode_nb.approval", "ApprovalRequest", "approval"),
+    *(("kode_nb.events", name, "event") for name in _EVENTS),
+)
+"""``(module, class name, renderer key)`` of every type given a rich display."""
+
+HTML: dict[str, Callable[[Any], str]] = {
+    "result": H.result_html,
+    "tool": T.tool_html,
+    "registry": T.registry_html,
+    "policy": H.policy_html,
+    "approval": lambda r: f'<div style="{H.BOX}">{H.approval_html(r)}</div>',
+    "event": H.event_html,
+}
+"""Renderer key -> ``obj -> HTML``."""
+
+TEXT: dict[str, Callable[[Any], str]] = {
+    "result": H.result_text,
+    "tool": T.tool_text,
+    "registry": T.registry_text,
+    "policy": H.policy_text,
+    "approval": H.approval_text,
+    "event": H.event_text,
+}
+"""Renderer key -> ``obj -> text``."""

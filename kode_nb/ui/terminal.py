@@ -1,0 +1,49 @@
+"""Approvals where there are no buttons: ``input()`` in terminal IPython, else a denial.
+
+In a kernel without widgets nobody can answer (nbconvert, a headless run), so the call is
+denied with a message that says how to let it run (``%approval auto``) — never a hang.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from kode_nb.approval import ApprovalDecision, ApprovalRequest, approve, deny
+from kode_nb.ui.html import approval_text
+
+__all__ = ["HEADLESS_REASON", "TerminalApprover", "headless_denial"]
+
+HEADLESS_REASON = (
+    "Denied: this call needs approval, but this front end shows no buttons to approve it "
+    "(display_style is not 'widget'). Run `%approval auto` to let such calls run, "
+    "or `%tools show` / `%policy` to review them."
+)
+
+
+def headless_denial(request: ApprovalRequest) -> ApprovalDecision:
+    return deny(HEADLESS_REASON, by="headless")
+
+
+class TerminalApprover:
+    """Asks on the terminal: ``y`` approve, ``a`` always allow, ``n [reason]`` deny."""
+
+    def __init__(self, prompt: Any = None) -> None:
+        self.input = prompt if prompt is not None else builtins.input
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        print(approval_text(request))
+        while True:
+            try:
+                answer = self.input("Approve? [y]es / [a]lways / [n]o [reason]: ").strip()
+            except EOFError:
+                return deny("No answer (end of input); denied.", by="terminal")
+            word, _, rest = answer.partition(" ")
+            word = word.lower()
+            if word in ("y", "yes"):
+                return approve(by="terminal")
+            if word in ("a", "always"):
+                return approve(always=True, by="terminal")
+            if word in ("n", "no"):
+                return deny(rest.strip() or None, by="terminal")
+            print("Please answer y, a, or n (optionally followed by a reason).")

@@ -1,0 +1,216 @@
+"""Approvals in a real kernel: clicks arrive as comm messages while the call waits in the
+background, on the main shell and through a kernel subshell; interrupts cancel cleanly."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .harness import Kernel, Msg
+
+SETUP = '''%%tool --kind edit
+RAN = []
+
+def write_note(path: str, text: str) -> str:
+    """Write a note.
+
+    Args:
+        path: Where.
+        text: What.
+    """
+    RAN.append(path)
+    return f"wrote {path}"
+'''
+
+WAITER = '''%%tool --kind read
+import time
+from kode_nb import ToolContext
+
+def wait_for_cancel(seconds: float, ctx: ToolContext) -> str:
+    """Wait, noticing cancellation.
+
+    Args:
+        seconds: How long.
+    """
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        if ctx.cancelled:
+            return "noticed"
+        time.sleep(0.01)
+    return "finished"
+'''
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tools(kernel: Kernel) -> None:
+    kernel.ok(SETUP)
+    kernel.ok(WAITER)
+    kernel.ok("from kode_nb.magics import get_session")
+
+
+def _final(kernel: Kernel, start: int, text: str, timeout: float = 10) -> Msg:
+    """The call view's final refresh (update_display_data) containing ``text``."""
+    return kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "update_display_data"
+            and text in m["content"]["data"].get("text/plain", "")
+            and m in kernel.log[start:]
+        ),
+        timeout,
+    )
+
+
+def _comm_id(kernel: Kernel, start: int, model: str) -> str:
+    msg = kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "comm_open"
+            and m["content"]["data"]["state"].get("_model_name") == model
+            and m in kernel.log[start:]
+        )
+    )
+    return str(msg["content"]["comm_id"])
+
+
+@pytest.mark.parametrize("channel", ["main", "subshell"])
+@pytest.mark.parametrize("button", ["Approve", "Deny"])
+def test_the_tool_runs_after_approve_and_not_after_deny(
+    kernel: Kernel, channel: str, button: str
+) -> None:
+    subshell = kernel.create_subshell() if channel == "subshell" else None
+    path = f"{channel}-{button}.txt"
+    start = len(kernel.log)
+    run = kernel.ok(f"h = %tool write_note path={path} text=hi")
+    assert kernel.value("h.status") == "waiting for approval"  # the cell returned; the call waits
+    if button == "Deny":
+        kernel.set_value(_comm_id(kernel, start, "TextModel"), "not this one", subshell)
+    button_id = kernel.button(button, start)
+    kernel.click(button_id, subshell)
+    final = _final(kernel, start, "write_note: ")
+    assert final["parent_header"]["msg_id"] == run.msg_id
+    ran = kernel.value(f"{path!r} in RAN")
+    resolved = kernel.value(
+        "[(e.approved, e.decided_by, e.reason) for e in h.events if e.type == 'approval_resolved']"
+    )
+    if button == "Approve":
+        assert ran == "True"
+        assert kernel.value("h.result().text") == f"wrote {path}"
+        assert resolved == "[(True, 'notebook', None)]"
+    else:
+        assert ran == "False"
+        assert kernel.value("h.status") == "denied"
+        assert "not this one" in kernel.value("h.result().text")
+        assert resolved == "[(False, 'notebook', 'not this one')]"
+    # the buttons are disabled once decided
+    assert any(
+        m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == button_id
+        and m["content"]["data"].get("state", {}).get("disabled") is True
+        for m in kernel.log[start:]
+    )
+    types = kernel.value("[e.type for e in h.events]")
+    assert types.startswith("['requested', 'approval_requested', 'approval_resolved'")
+
+
+def test_always_allow_skips_the_prompt_for_the_rest_of_the_session(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok("h = %tool write_note path=always.txt text=hi")
+    kernel.click(kernel.button("Always allow this tool", start))
+    _final(kernel, start, "wrote always.txt")
+    second = len(kernel.log)
+    kernel.ok("h2 = %tool write_note path=again.txt text=hi")
+    _final(kernel, second, "wrote again.txt")
+    assert not [
+        m for m in kernel.log[second:]
+        if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
+    ]  # fmt: skip
+    assert kernel.value("get_session().policy.always_allowed") == "{'write_note'}"
+    kernel.ok("get_session().policy.revoke_always_allow()")
+
+
+def test_no_decision_within_the_timeout_denies(kernel: Kernel) -> None:
+    kernel.ok("%config KodeMagics.approval_timeout = 0.3")
+    try:
+        start = len(kernel.log)
+        kernel.ok("h = %tool write_note path=late.txt text=hi")
+        _final(kernel, start, "write_note: denied in ")
+        assert "No decision within 0.3 s" in kernel.value("h.result().text")
+        assert kernel.value("'late.txt' in RAN") == "False"
+    finally:
+        kernel.ok("%config KodeMagics.approval_timeout = 0")
+
+
+def test_without_widgets_approval_is_denied_with_a_message(kernel: Kernel) -> None:
+    kernel.ok("%config KodeMagics.display_style = 'html'")
+    try:
+        start = len(kernel.log)
+        run = kernel.ok("h = %tool write_note path=html.txt text=hi")
+        assert "application/vnd.jupyter.widget-view+json" not in run.outputs[0]
+        final = _final(kernel, start, "write_note: denied in ")
+        assert "%approval auto" in final["content"]["data"]["text/html"]
+        assert kernel.value("h.result().status, 'html.txt' in RAN") == "denied False"
+    finally:
+        kernel.ok("%config KodeMagics.display_style = 'auto'")
+
+
+def test_interrupting_the_idle_kernel_cancels_running_and_waiting_calls(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok("w = %tool wait_for_cancel seconds=20")
+    kernel.ok("p = %tool write_note path=never.txt text=hi")
+    kernel.button("Approve", start)
+    time.sleep(0.2)
+    kernel.km.interrupt_kernel()
+    _final(kernel, start, "wait_for_cancel: cancelled in ")
+    _final(kernel, start, "write_note: cancelled in ")
+    assert kernel.value("w.status, p.status, 'never.txt' in RAN") == "cancelled cancelled False"
+    assert kernel.value("get_session().executor.running()") == "[]"
+
+
+def test_interrupting_a_cell_that_awaits_the_handle_cancels_the_call(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok("w = %tool wait_for_cancel seconds=20")
+    msg_id = kernel.kc.execute("await w")
+    kernel.wait_for(
+        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
+    )
+    time.sleep(0.3)
+    kernel.km.interrupt_kernel()
+    kernel.wait_for(
+        lambda m: (
+            m["parent_header"].get("msg_id") == msg_id
+            and m["msg_type"] == "status"
+            and m["content"]["execution_state"] == "idle"
+        ),
+    )
+    _final(kernel, start, "wait_for_cancel: cancelled in ")
+    assert kernel.value("w.status") == "cancelled"
+
+
+def test_an_interrupted_blocking_cell_cancels_running_calls(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok("w = %tool wait_for_cancel seconds=20")
+    msg_id = kernel.kc.execute("import time\ntime.sleep(20)")
+    kernel.wait_for(
+        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
+    )
+    time.sleep(0.3)
+    kernel.km.interrupt_kernel()
+    error = kernel.wait_for(
+        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "error"
+    )
+    assert error["content"]["ename"] == "KeyboardInterrupt"
+    _final(kernel, start, "wait_for_cancel: cancelled in ")
+
+
+def test_a_call_made_from_code_gets_a_prompt_in_the_cell_that_started_it(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    run = kernel.ok(
+        "import asyncio\n"
+        "t = asyncio.ensure_future(get_session().executor.call("
+        "'write_note', {'path': 'code.txt', 'text': 'hi'}))"
+    )
+    kernel.click(kernel.button("Approve", start))
+    prompt = kernel.wait_for(lambda m: m["msg_type"] == "display_data" and m in kernel.log[start:])
+    assert prompt["parent_header"]["msg_id"] == run.msg_id
+    assert prompt["content"]["data"]["text/plain"].startswith("Approve write_note [edit]")
+    assert kernel.ok("r = await t\nprint(r.text)").stdout.strip() == "wrote code.txt"

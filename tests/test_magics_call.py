@@ -1,0 +1,196 @@
+"""``%tool NAME ...`` in terminal IPython: argument parsing, the call, approvals by ``input()``.
+
+Without a running event loop (terminal IPython) the call runs to completion inside the magic;
+the live, non-blocking path is tested in a real kernel (``tests/kernel``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.testing.globalipapp import start_ipython
+
+from kode_nb import ToolRegistry
+from kode_nb.approval import ApprovalRequest
+from kode_nb.magics import get_session
+from kode_nb.magics.call_line import parse_call_arguments
+from kode_nb.magics.session import NotebookApprover
+from kode_nb.ui.terminal import HEADLESS_REASON
+
+EXT = "kode_nb"
+
+TOOLS = '''
+def add(a: int, b: int = 2) -> int:
+    """Add two numbers.
+
+    Args:
+        a: The first.
+        b: The second.
+    """
+    return a + b
+
+def label(code: str, count: int | None = None) -> str:
+    """Make a label.
+
+    Args:
+        code: A code such as 007.
+        count: How many.
+    """
+    return f"{code}x{count}"
+'''
+
+WRITE = '''
+def write_note(path: str, text: str) -> str:
+    """Write a note.
+
+    Args:
+        path: Where.
+        text: What.
+    """
+    return f"wrote {len(text)} chars to {path}"
+'''
+
+
+def _shell() -> Any:
+    start_ipython()
+    return InteractiveShell.instance()
+
+
+@pytest.fixture
+def ip(registry: ToolRegistry) -> Iterator[Any]:
+    shell = _shell()
+    shell.run_line_magic("load_ext", EXT)
+    shell.run_cell_magic("tool", "", TOOLS)
+    shell.run_cell_magic("tool", "--kind edit", WRITE)
+    try:
+        yield shell
+    finally:
+        shell.run_line_magic("unload_ext", EXT)
+        shell.config.pop("KodeMagics", None)  # %config settings outlive the extension
+
+
+def test_call_with_key_values_runs_and_returns_a_done_handle(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    handle = ip.run_line_magic("tool", "add a=40 b=2")
+    assert handle.done()
+    assert handle.status == "ok"
+    assert handle.result().text == "42"
+    assert ip.user_ns["_kode_result"] is handle.result()
+    assert [e.type for e in handle.events] == ["requested", "started", "completed"]
+    out = capsys.readouterr().out
+    assert "[add: starting]" in out
+    assert "[ok] add" in out
+    assert out.rstrip().endswith("42")
+
+
+def test_call_with_json_and_with_notebook_variables(ip: Any) -> None:
+    assert ip.run_line_magic("tool", 'add {"a": 1, "b": 5}').result().text == "6"
+    ip.user_ns["n"] = 7
+    assert ip.run_line_magic("tool", "add a=$n").result().text == "9"
+    ip.user_ns["spaced"] = "a b"  # passed as the object: IPython does not expand it first
+    assert ip.run_line_magic("tool", "label code=$spaced count=2").result().text == "a bx2"
+    handle = ip.run_line_magic("tool", 'label {"code": "$spaced {n}"}')
+    assert handle.result().text == "$spaced {n}xNone"
+
+
+def test_values_are_strings_where_the_schema_says_string() -> None:
+    schema = {
+        "properties": {
+            "code": {"type": "string"},
+            "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "count": {"type": "integer"},
+            "mode": {"enum": ["1", "2"]},
+        }
+    }
+    parsed = parse_call_arguments(
+        "code=007 maybe=true count=3 mode=1 other='[1, 2]' word=hello 'spaced=a b'", schema, {}
+    )
+    assert parsed == {
+        "code": "007", "maybe": "true", "count": 3, "mode": "1", "other": [1, 2],
+        "word": "hello", "spaced": "a b",
+    }  # fmt: skip
+    assert parse_call_arguments("maybe=null", schema, {}) == {"maybe": None}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("", "%tool needs a tool name"),
+        ("--kind read", "Options like --kind belong to the cell magic"),
+        ("ad a=1", "no tool named 'ad'. Did you mean add?"),
+        ("zzz", "Known tools: add, label, write_note."),
+        ('add {"a": 1', "the arguments are not valid JSON (Expecting ',' delimiter"),
+        ("add [1, 2]", "JSON arguments must be an object {...}, got list"),
+        ("add 1 2", "expected key=value or a JSON object, got '1'"),
+        ("add a=1 a=2", "argument 'a' is given twice"),
+        ("add a=$missing", "there is no variable 'missing' in the notebook"),
+        ("add a='1", "cannot split the arguments (No closing quotation)"),
+    ],
+)
+def test_bad_calls_are_usage_errors(ip: Any, line: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("tool", line)
+    assert message in str(info.value)
+
+
+def test_arguments_the_schema_rejects_give_the_model_facing_result(ip: Any) -> None:
+    handle = ip.run_line_magic("tool", "add a=one")
+    assert handle.status == "invalid_arguments"
+    assert "`a`" in handle.result().text
+
+
+@pytest.mark.parametrize(
+    ("answers", "status", "text"),
+    [
+        (["y"], "ok", "wrote 2 chars to n.txt"),
+        (["maybe", "n too risky"], "denied", "too risky"),
+        (["a"], "ok", "wrote 2 chars to n.txt"),
+    ],
+)
+def test_terminal_approval_asks_with_input(
+    ip: Any, monkeypatch: pytest.MonkeyPatch, answers: list[str], status: str, text: str
+) -> None:
+    asked = iter(answers)
+    monkeypatch.setattr("builtins.input", lambda prompt: next(asked))
+    handle = ip.run_line_magic("tool", "write_note path=n.txt text=hi")
+    assert handle.status == status
+    assert text in handle.result().text
+    resolved = next(e for e in handle.events if e.type == "approval_resolved")
+    assert resolved.decided_by == "terminal"
+    always = "write_note" in get_session(ip).policy.always_allowed
+    assert always == (answers == ["a"])
+
+
+def test_end_of_input_denies(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    def eof(prompt: str) -> str:
+        raise EOFError
+
+    monkeypatch.setattr("builtins.input", eof)
+    handle = ip.run_line_magic("tool", "write_note path=n.txt text=hi")
+    assert handle.status == "denied"
+    assert "end of input" in handle.result().text
+
+
+def test_approval_mode_auto_runs_without_asking(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("asked"))
+    ip.run_line_magic("approval", "auto")
+    assert ip.run_line_magic("tool", "write_note path=n.txt text=hi").status == "ok"
+
+
+def test_without_buttons_or_a_terminal_approval_is_denied_with_a_message() -> None:
+    class Session:
+        style = "html"
+        shell = object()
+
+    request = ApprovalRequest(tool="w", kind="edit", arguments={}, call_id="c")
+    decision = asyncio.run(NotebookApprover(Session())(request))  # type: ignore[arg-type]
+    assert not decision.approved
+    assert decision.reason == HEADLESS_REASON
+    assert "%approval auto" in HEADLESS_REASON
