@@ -1,6 +1,6 @@
 """Benchmarks of the notebook layer in real kernels (not a test; numbers for reports).
 
-    .venv/bin/python -m tests.kernel.bench_notebook        (from the repository root)
+    python benchmarks/notebook.py          (run by benchmarks/run.py, section 6)
 
 * ``%load_ext kode_nb`` time, measured inside fresh kernels (budget: 100 ms);
 * a 100,000-update tool: comm messages, flushes, bytes, wall time, exactness;
@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
-from .harness import Kernel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.kernel
+
+from tests.kernel.harness import Kernel
 
 EXT = "kode_nb"
 N = 100_000
