@@ -1,0 +1,186 @@
+"""The writing half of the ``fs`` tools: ``write_file`` and ``edit_file`` and their previews.
+
+Both write atomically (:func:`~kode_nb.builtins._files.atomic_write`) and keep an existing
+file's mode. Their approval previews are unified diffs of the change, computed exactly as the
+call would compute it; an edit that would fail previews the error instead.
+
+``edit_file`` replaces ``old_string`` with ``new_string``. ``old_string`` must match exactly -
+whitespace, indentation and line endings included - and exactly once, unless
+``replace_all=true``; zero matches and several matches are errors that say what to do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kode_nb.builtins._files import (
+    BINARY_SAMPLE,
+    atomic_write,
+    binary_message,
+    check_encoding,
+    decode,
+    describe_size,
+    looks_binary,
+    unified_diff,
+)
+from kode_nb.errors import ToolError
+from kode_nb.types import ToolContext
+
+__all__ = ["EditTools", "apply_edit"]
+
+
+def _encode(tool: str, text: str, encoding: str, shown: str) -> bytes:
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            tool, f"Cannot write {shown!r} as {encoding}: character {text[exc.start]!r} at "
+            f"position {exc.start} has no {encoding} encoding; use encoding='utf-8'.",
+        ) from None  # fmt: skip
+
+
+def apply_edit(
+    text: str, old: str, new: str, replace_all: bool, *, tool: str, shown: str
+) -> tuple[str, int]:
+    """``(new text, replacements)``, or a ToolError saying why the edit cannot apply."""
+    if not old:
+        raise ToolError(
+            tool, "old_string is empty: give the exact text to replace (to create or overwrite "
+            "a whole file, use write_file).",
+        )  # fmt: skip
+    if old == new:
+        raise ToolError(tool, "old_string and new_string are identical; there is nothing to do.")
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(tool, f"old_string was not found in {shown!r}. {_near_miss(text, old)}")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            tool, f"old_string was found {count} times in {shown!r}; it must match exactly once. "
+            "Include more surrounding lines to make it unique, or pass replace_all=true to "
+            f"replace all {count}.",
+        )  # fmt: skip
+    return text.replace(old, new, -1 if replace_all else 1), count if replace_all else 1
+
+
+def _near_miss(text: str, old: str) -> str:
+    """A hint for a string that was not found: line endings, or the closest line."""
+    advice = "It must match exactly, including whitespace and indentation; read the file first."
+    if "\r\n" in text and "\r\n" not in old and old.replace("\n", "\r\n") in text:
+        return "The file uses CRLF (\\r\\n) line endings; old_string must use them too."
+    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    lines = text.splitlines()
+    stripped = [line.strip() for line in lines]
+    close = difflib.get_close_matches(first, stripped, n=1, cutoff=0.6) if first else []
+    if close:
+        number = stripped.index(close[0]) + 1
+        return f"The closest line is line {number}: {lines[number - 1]!r}. {advice}"
+    return advice
+
+
+class EditTools:
+    """``write_file`` and ``edit_file`` (mixed into :class:`kode_nb.builtins.fs.FileTools`)."""
+
+    def __init__(self, max_edit_bytes: int) -> None:
+        self.max_edit_bytes = max_edit_bytes
+
+    def write_file(self, path: str, content: str, ctx: ToolContext, encoding: str = "utf-8") -> str:
+        """Create a file, or replace its whole content. Missing parent directories are created.
+
+        Args:
+            path: The file, relative to the working directory or absolute.
+            content: The complete new content.
+            encoding: The text encoding to write, e.g. "utf-8".
+        """
+        target, tool = ctx.resolve_path(path), ctx.tool
+        data = _encode(tool, content, check_encoding(tool, encoding), path)
+        if target.is_dir():
+            raise ToolError(tool, f"{path!r} is a directory; write_file writes files.")
+        previous = target.stat().st_size if target.exists() else None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, data)
+        if previous is None:
+            return f"Created {path} ({len(data)} bytes)."
+        return f"Wrote {len(data)} bytes to {path} (replacing {previous} bytes)."
+
+    def edit_file(
+        self,
+        path: str,
+        old_string: str,
+        new_string: str,
+        ctx: ToolContext,
+        replace_all: bool = False,
+        encoding: str = "utf-8",
+    ) -> str:
+        """Replace exact text in a file. old_string must appear exactly once (or use replace_all).
+
+        Args:
+            path: The file to edit.
+            old_string: The exact text to replace, with enough context to be unique.
+            new_string: The replacement text.
+            replace_all: Replace every occurrence instead of requiring exactly one.
+            encoding: The file's text encoding.
+        """
+        target, tool = ctx.resolve_path(path), ctx.tool
+        enc = check_encoding(tool, encoding)
+        text = self._read_text(target, enc, tool, path)
+        new_text, count = apply_edit(
+            text, old_string, new_string, replace_all, tool=tool, shown=path
+        )
+        atomic_write(target, _encode(tool, new_text, enc, path))
+        return f"Edited {path}: {count} replacement{'s' if count != 1 else ''}."
+
+    def _read_text(self, target: Path, enc: str, tool: str, shown: str) -> str:
+        """The text of an existing file to edit (size-limited, not binary, decodable)."""
+        try:
+            info = target.stat()
+        except FileNotFoundError:
+            raise ToolError(
+                tool, f"File not found: {shown!r}. To create a file, use write_file."
+            ) from None
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(tool, f"{shown!r} is a directory, not a file.")
+        if info.st_size > self.max_edit_bytes:
+            raise ToolError(
+                tool, f"{shown!r} is {describe_size(info.st_size)}, over the "
+                f"{describe_size(self.max_edit_bytes)} limit for editing.",
+            )  # fmt: skip
+        data = target.read_bytes()
+        if looks_binary(data[:BINARY_SAMPLE], enc):
+            raise ToolError(tool, binary_message(shown, len(data), tool))
+        return decode(data, enc, "strict", tool=tool, shown=shown)
+
+    # ----------------------------------------------------------------- approval previews
+
+    def preview_write(self, arguments: Mapping[str, Any], ctx: ToolContext | None) -> str:
+        """The diff ``write_file`` would make (against an empty file for a new one)."""
+        path, content = str(arguments.get("path", "")), str(arguments.get("content", ""))
+        if ctx is None:
+            return f"write {path} ({len(content)} characters)"
+        target = ctx.resolve_path(path)
+        enc = check_encoding(ctx.tool, str(arguments.get("encoding", "utf-8")))
+        try:
+            old = self._read_text(target, enc, ctx.tool, path) if target.exists() else None
+        except ToolError as exc:
+            return f"replace {target} (its current content cannot be shown: {exc.message})"
+        return unified_diff(old, content, path)
+
+    def preview_edit(self, arguments: Mapping[str, Any], ctx: ToolContext | None) -> str:
+        """The diff ``edit_file`` would make, or why it would fail."""
+        path = str(arguments.get("path", ""))
+        if ctx is None:
+            return f"edit {path}"
+        target, tool = ctx.resolve_path(path), ctx.tool
+        try:
+            enc = check_encoding(tool, str(arguments.get("encoding", "utf-8")))
+            text = self._read_text(target, enc, tool, path)
+            new_text, _ = apply_edit(
+                text, str(arguments.get("old_string", "")), str(arguments.get("new_string", "")),
+                bool(arguments.get("replace_all", False)), tool=tool, shown=path,
+            )  # fmt: skip
+        except ToolError as exc:
+            return f"(this edit would fail: {exc.message})"
+        return unified_diff(text, new_text, path)
