@@ -1,0 +1,254 @@
+"""The provider-neutral model protocol: messages in, a stream of events out.
+
+A :class:`Model` turns a :class:`ModelRequest` (system prompt, neutral messages, tool specs and
+settings) into an async stream of :data:`ModelEvent`: :class:`TextDelta` pieces of the answer,
+complete :class:`ToolCallPart` calls (adapters assemble the provider's fragments), one
+:class:`UsageInfo` and a final :class:`Finish`. :func:`collect` folds a stream into a
+:class:`ModelResponse`.
+
+Adapters (``openai_compat``, ``anthropic``) convert the neutral messages to their provider's
+format; the offline models (``scripted``, ``test_model``) need no conversion at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, Union, runtime_checkable
+
+from kode_nb.types import ContentBlock
+
+if TYPE_CHECKING:
+    from kode_nb.tools import ArgumentValidator, Tool
+
+__all__ = [
+    "AssistantMessage",
+    "Finish",
+    "Message",
+    "Model",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "TextDelta",
+    "ToolCallPart",
+    "ToolCallRequest",
+    "ToolResultMessage",
+    "ToolSpec",
+    "UsageInfo",
+    "UserMessage",
+    "collect",
+]
+
+# --------------------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallRequest:
+    """A tool call the model asked for, as it appears in the conversation history."""
+
+    id: str
+    """The provider's call id (``call_…``, ``toolu_…``); tool results refer to it."""
+    name: str
+    """The tool name the model used."""
+    arguments: str
+    """The arguments as the raw JSON text the model sent (may be invalid JSON)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UserMessage:
+    """A user turn."""
+
+    content: str
+    """The user's text."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AssistantMessage:
+    """A model turn: its text and the tool calls it made."""
+
+    text: str = ""
+    """The answer text (may be empty when the turn only calls tools)."""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    """The tool calls of this turn, in the order the model made them."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultMessage:
+    """The result of one tool call, sent back to the model."""
+
+    call_id: str
+    """The :attr:`ToolCallRequest.id` this answers."""
+    name: str
+    """The tool's name."""
+    content: tuple[ContentBlock, ...]
+    """``ToolResult.content``: what the model sees (details never go to the model)."""
+    is_error: bool = False
+    """The call failed; ``content`` says why."""
+
+
+Message: TypeAlias = Union[UserMessage, AssistantMessage, ToolResultMessage]
+"""One message of the provider-neutral conversation."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolSpec:
+    """A tool as offered to a model: adapters convert it to the provider's format."""
+
+    name: str
+    """The tool name the model sees."""
+    description: str
+    """What the tool does."""
+    parameters: dict[str, Any]
+    """JSON Schema of the arguments object."""
+    validator: ArgumentValidator | None = field(default=None, compare=False, repr=False)
+    """Optional: the tool's own validator (offline models check scripted arguments with it;
+    without it they validate against ``parameters``)."""
+
+    @classmethod
+    def from_tool(cls, tool: Tool) -> ToolSpec:
+        """The spec of a registered :class:`~kode_nb.tools.Tool` (keeps its validator)."""
+        return cls(
+            name=tool.name,
+            description=tool.description,
+            parameters=tool.validator.schema,
+            validator=tool.validator,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelSettings:
+    """Sampling and transport settings for one request."""
+
+    temperature: float | None = None
+    """Sampling temperature; ``None`` = the provider's default."""
+    max_tokens: int | None = None
+    """Cap on output tokens; ``None`` = the adapter's default (Anthropic requires one: 4096)."""
+    timeout: float = 60.0
+    """Seconds allowed for connecting and between received chunks."""
+    max_retries: int = 3
+    """Retries on HTTP 429 and 5xx (with exponential backoff, honouring ``Retry-After``)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelRequest:
+    """Everything a model needs for one turn."""
+
+    system: str
+    """The system prompt (``""`` for none)."""
+    messages: tuple[Message, ...]
+    """The conversation so far, oldest first."""
+    tools: tuple[ToolSpec, ...] = ()
+    """The tools the model may call this turn."""
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    """Sampling and transport settings."""
+
+
+# --------------------------------------------------------------------------- stream events
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    """A piece of the answer text."""
+
+    text: str
+    """The new text, to append."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallPart:
+    """One complete tool call (adapters assemble the provider's streamed fragments)."""
+
+    id: str
+    """The provider's call id."""
+    name: str
+    """The tool name."""
+    arguments: str
+    """The raw JSON text of the arguments (passed through even when malformed)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageInfo:
+    """Token usage of one model call."""
+
+    input_tokens: int = 0
+    """Prompt tokens."""
+    output_tokens: int = 0
+    """Completion tokens."""
+
+    def __add__(self, other: UsageInfo) -> UsageInfo:
+        return UsageInfo(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Finish:
+    """The end of a model turn."""
+
+    stop_reason: str
+    """``"end_turn"``, ``"tool_calls"``, ``"max_tokens"``, or the provider's own reason."""
+
+
+ModelEvent: TypeAlias = Union[TextDelta, ToolCallPart, UsageInfo, Finish]
+"""One item of a model's stream."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that streams a turn for a request: scripted, test, or a real provider."""
+
+    name: str
+    """E.g. ``"scripted"``, ``"openai:gpt-4.1-mini"``."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one turn: text deltas and tool calls, then usage, then :class:`Finish`."""
+        ...
+
+
+# --------------------------------------------------------------------------- collecting
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelResponse:
+    """A whole model turn, folded from its stream by :func:`collect`."""
+
+    text: str
+    """The answer text (all deltas joined)."""
+    tool_calls: tuple[ToolCallRequest, ...]
+    """The tool calls, in stream order."""
+    usage: UsageInfo
+    """Token usage (summed if the stream reported more than once)."""
+    stop_reason: str
+    """The :class:`Finish` reason (``"end_turn"`` if the stream had none)."""
+
+    def to_message(self) -> AssistantMessage:
+        """This turn as an :class:`AssistantMessage` for the conversation history."""
+        return AssistantMessage(text=self.text, tool_calls=self.tool_calls)
+
+
+async def collect(
+    stream: AsyncIterator[ModelEvent], on_text: Callable[[str], None] | None = None
+) -> ModelResponse:
+    """Consume a model stream into a :class:`ModelResponse`; ``on_text`` sees each text delta."""
+    text: list[str] = []
+    calls: list[ToolCallRequest] = []
+    usage = UsageInfo()
+    stop_reason = ""
+    async for event in stream:
+        if isinstance(event, TextDelta):
+            text.append(event.text)
+            if on_text is not None:
+                on_text(event.text)
+        elif isinstance(event, ToolCallPart):
+            calls.append(ToolCallRequest(id=event.id, name=event.name, arguments=event.arguments))
+        elif isinstance(event, UsageInfo):
+            usage = usage + event
+        elif isinstance(event, Finish):
+            stop_reason = event.stop_reason
+    if not stop_reason:
+        stop_reason = "tool_calls" if calls else "end_turn"
+    return ModelResponse(
+        text="".join(text), tool_calls=tuple(calls), usage=usage, stop_reason=stop_reason
+    )
