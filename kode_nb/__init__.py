@@ -13,6 +13,9 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
+    "Agent": "kode_nb.agents.loop",
+    "AgentDefinition": "kode_nb.agents.subagent",
+    "AgentRunResult": "kode_nb.agents.result",
     "ApprovalDecision": "kode_nb.approval",
     "ApprovalRequest": "kode_nb.approval",
     "Approver": "kode_nb.approval",
@@ -51,11 +54,15 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.registry",
     "define_tool": "kode_nb.define",
     "deny": "kode_nb.approval",
+    "register_subagent": "kode_nb.agents.subagent",
     "tool": "kode_nb.define",
     "use_registry": "kode_nb.registry",
 }
 
 __all__ = [
+    "Agent",
+    "AgentDefinition",
+    "AgentRunResult",
     "ApprovalDecision",
     "ApprovalRequest",
     "Approver",
@@ -94,11 +101,24 @@ __all__ = [
     "default_registry",
     "define_tool",
     "deny",
+    "register_subagent",
     "tool",
     "use_registry",
 ]
 
 if TYPE_CHECKING:
+    from kode_nb.agents.loop import (
+        Agent as Agent,
+    )
+    from kode_nb.agents.result import (
+        AgentRunResult as AgentRunResult,
+    )
+    from kode_nb.agents.subagent import (
+        AgentDefinition as AgentDefinition,
+    )
+    from kode_nb.agents.subagent import (
+        register_subagent as register_subagent,
+    )
     from kode_nb.approval import (
         ApprovalDecision as ApprovalDecision,
     )
@@ -123,8 +143,12 @@ if TYPE_CHECKING:
     from kode_nb.approval import (
         deny as deny,
     )
-    from kode_nb.define import define_tool as define_tool
-    from kode_nb.define import tool as tool
+    from kode_nb.define import (
+        define_tool as define_tool,
+    )
+    from kode_nb.define import (
+        tool as tool,
+    )
     from kode_nb.errors import (
         ConfigurationError as ConfigurationError,
     )
@@ -161,13 +185,33 @@ if TYPE_CHECKING:
     from kode_nb.errors import (
         ToolValidationError as ToolValidationError,
     )
-    from kode_nb.events import EventBus as EventBus
-    from kode_nb.events import JsonlAuditLog as JsonlAuditLog
-    from kode_nb.executor import Executor as Executor
-    from kode_nb.executor import ToolCall as ToolCall
-    from kode_nb.policy import Policy as Policy
-    from kode_nb.registry import ToolRegistry, default_registry, use_registry
-    from kode_nb.tools import Tool as Tool
+    from kode_nb.events import (
+        EventBus as EventBus,
+    )
+    from kode_nb.events import (
+        JsonlAuditLog as JsonlAuditLog,
+    )
+    from kode_nb.executor import (
+        Executor as Executor,
+    )
+    from kode_nb.executor import (
+        ToolCall as ToolCall,
+    )
+    from kode_nb.policy import (
+        Policy as Policy,
+    )
+    from kode_nb.registry import (
+        ToolRegistry as ToolRegistry,
+    )
+    from kode_nb.registry import (
+        default_registry as default_registry,
+    )
+    from kode_nb.registry import (
+        use_registry as use_registry,
+    )
+    from kode_nb.tools import (
+        Tool as Tool,
+    )
     from kode_nb.types import (
         NOT_GIVEN as NOT_GIVEN,
     )

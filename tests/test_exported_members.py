@@ -176,8 +176,12 @@ def test_every_public_module_is_classified() -> None:
     assert found == set(CORE_MODULES) | set(HELPER_MODULES)
 
 
+# Subpackage modules whose main classes are re-exported from kode_nb (lazily).
+SUBPACKAGE_EXPORTERS = ["kode_nb.agents.loop", "kode_nb.agents.result", "kode_nb.agents.subagent"]
+
+
 def test_only_core_modules_are_exported_from() -> None:
-    assert set(_exports().values()) <= set(CORE_MODULES)
+    assert set(_exports().values()) <= set(CORE_MODULES) | set(SUBPACKAGE_EXPORTERS)
 
 
 def test_dir_lists_every_public_name() -> None:

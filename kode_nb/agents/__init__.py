@@ -1,0 +1,69 @@
+"""Agents: the model ↔ tools loop, subagents as tools, and run traces.
+
+* :class:`Agent` / :class:`AgentRunResult` — the loop (:mod:`.loop`).
+* :class:`AgentDefinition` / :func:`register_subagent` — subagents as ``think`` tools
+  (:mod:`.subagent`), with a narrowed policy (:class:`NarrowedPolicy`) and a context
+  compression hook (:func:`compress_context`).
+* Events for live views (:mod:`.events`): pass ``on_event=`` to an agent or a run.
+* :class:`Trace` — the recorded tree, as ``kode_nb.trace/v1`` JSON or OpenTelemetry spans
+  (:mod:`.trace`); secrets are removed first (:func:`redact`).
+
+Nothing here imports Jupyter.
+"""
+
+from __future__ import annotations
+
+from kode_nb.agents.context import CompressContext, compress_context
+from kode_nb.agents.events import (
+    AGENT_EVENT_TYPES,
+    AgentEvent,
+    EventCallback,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    SubagentFinished,
+    SubagentStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallsRequested,
+    TurnStarted,
+)
+from kode_nb.agents.loop import Agent, AgentRunResult
+from kode_nb.agents.redact import REDACTED, redact, redact_text
+from kode_nb.agents.result import RunStatus, RunUsage
+from kode_nb.agents.subagent import AgentDefinition, ModelSpec, register_subagent, subagent_tool
+from kode_nb.agents.toolset import NarrowedPolicy, resolve_tools
+from kode_nb.agents.trace import SCHEMA, Span, Trace
+
+__all__ = [
+    "AGENT_EVENT_TYPES",
+    "REDACTED",
+    "SCHEMA",
+    "Agent",
+    "AgentDefinition",
+    "AgentEvent",
+    "AgentRunResult",
+    "CompressContext",
+    "EventCallback",
+    "ModelResponded",
+    "ModelSpec",
+    "NarrowedPolicy",
+    "RunFinished",
+    "RunStarted",
+    "RunStatus",
+    "RunUsage",
+    "Span",
+    "SubagentFinished",
+    "SubagentStarted",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallsRequested",
+    "Trace",
+    "TurnStarted",
+    "compress_context",
+    "redact",
+    "redact_text",
+    "register_subagent",
+    "resolve_tools",
+    "subagent_tool",
+]

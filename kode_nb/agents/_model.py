@@ -1,0 +1,102 @@
+"""One model call of a run: request, stream, usage, trace and events (internal).
+
+The call is bounded by the run's time limit (``asyncio.wait_for`` on what is left of it). A
+:class:`~kode_nb.models.ModelError` — or any other exception from a model object — ends the run
+with status ``error``; developer mistakes (:class:`~kode_nb.errors.KodeUsageError`, e.g. a
+missing API key) and cancellation propagate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from kode_nb.agents._run import RunState, message_dict
+from kode_nb.agents.events import ModelResponded, TextDelta
+from kode_nb.agents.trace import Span
+from kode_nb.errors import KodeUsageError
+from kode_nb.models.base import Model, ModelRequest, ModelResponse, ModelSettings, collect
+from kode_nb.models.errors import ModelError
+
+__all__ = ["model_turn", "time_up"]
+
+
+def time_up(st: RunState) -> None:
+    """End the run with status ``time_limit``."""
+    st.status = "time_limit"
+    st.error = f"the run reached its time limit of {st.agent.time_limit or 0:g} s"
+
+
+def _failed(st: RunState, span: Span, kind: str, message: str) -> None:
+    st.status = "error"
+    st.error = f"model error ({kind}) from {st.model.name}: {message}"
+    span.finish("error", st.error)
+
+
+async def model_turn(
+    st: RunState, n: int, turn: Span, settings: ModelSettings
+) -> ModelResponse | None:
+    """One model call; ``None`` when it failed or hit the time limit (the run's status is set)."""
+    new = st.messages[st.sent :]
+    span = turn.child("model_call", f"chat {st.model.name}", model=st.model.name, turn=n,
+                      messages=[message_dict(m) for m in new], message_count=len(st.messages),
+                      tools=[s.name for s in st.specs])  # fmt: skip
+    st.sent = len(st.messages)
+    request = ModelRequest(
+        system=st.system, messages=tuple(st.messages), tools=st.specs, settings=settings
+    )
+
+    def on_text(text: str) -> None:
+        st.emit(TextDelta, turn=n, text=text)
+        if st.on_text is not None:
+            st.on_text(text)
+
+    t0 = time.perf_counter()
+    try:
+        response = await _with_deadline(_stream(st.model, request, on_text), st.remaining())
+    except asyncio.TimeoutError:
+        if st.deadline is None or st.loop.time() < st.deadline - 0.001:
+            _failed(st, span, "TimeoutError", "the model call timed out")
+            return None
+        time_up(st)
+        span.finish("cancelled", st.error)
+        return None
+    except ModelError as exc:
+        _failed(st, span, type(exc).__name__, str(exc))
+        return None
+    except (asyncio.CancelledError, KeyboardInterrupt, KodeUsageError):
+        raise
+    except Exception as exc:  # a model object with a bug: the run ends, the kernel lives on
+        _failed(st, span, type(exc).__name__, str(exc))
+        return None
+    latency = time.perf_counter() - t0
+    st.usage = st.usage.with_model_call(response.usage, len(response.tool_calls))
+    span.set(
+        response={"text": response.text, "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]},
+        usage={"input_tokens": response.usage.input_tokens,
+               "output_tokens": response.usage.output_tokens},
+        stop_reason=response.stop_reason, latency=latency,
+    )  # fmt: skip
+    span.finish("ok")
+    st.emit(ModelResponded, turn=n, text=response.text, tool_calls=response.tool_calls,
+            usage=response.usage, stop_reason=response.stop_reason, latency=latency)  # fmt: skip
+    return response
+
+
+async def _stream(model: Model, request: ModelRequest, on_text: Any) -> ModelResponse:
+    stream = model.stream(request)
+    try:
+        return await collect(stream, on_text=on_text)
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def _with_deadline(coro: Any, remaining: float | None) -> ModelResponse:
+    if remaining is None:
+        result: ModelResponse = await coro
+        return result
+    return await asyncio.wait_for(coro, max(remaining, 0.0))

@@ -1,0 +1,175 @@
+"""The state of one agent run, and the helpers that record it (internal to kode_nb.agents).
+
+:class:`RunState` is what a run carries from turn to turn; the current one is in
+:data:`CURRENT_RUN` (a context variable), which is how a subagent's tool call finds the run that
+called it: its messages (for context compression), depth, executor, event callbacks and the
+tool-call span its own trace nests under.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kode_nb.agents.events import EventSink
+from kode_nb.agents.result import RunStatus, RunUsage
+from kode_nb.agents.trace import Span, Trace
+from kode_nb.executor import Executor
+from kode_nb.models.base import (
+    AssistantMessage,
+    Message,
+    Model,
+    ToolSpec,
+    UserMessage,
+)
+from kode_nb.tools import Tool
+from kode_nb.types import ToolResult
+
+if TYPE_CHECKING:
+    from kode_nb.agents.loop import Agent
+
+__all__ = ["CURRENT_RUN", "RunState", "message_dict", "result_dict"]
+
+
+CURRENT_RUN: ContextVar[RunState | None] = ContextVar("kode_nb.agents.current_run", default=None)
+"""The run whose code is executing (tool calls run in tasks that inherit it)."""
+
+
+@dataclass(kw_only=True, eq=False)
+class RunState:
+    """Everything one run carries (internal)."""
+
+    agent: Agent
+    run_id: str
+    depth: int
+    parent_call_id: str | None
+    parent_run_id: str | None
+    executor: Executor
+    owns_executor: bool
+    model: Model
+    system: str
+    tools: dict[str, Tool]
+    specs: tuple[ToolSpec, ...]
+    messages: list[Message]
+    history_length: int
+    sink: EventSink
+    trace: Trace
+    loop: asyncio.AbstractEventLoop
+    task: asyncio.Task[Any] | None
+    deadline: float | None
+    on_text: Callable[[str], object] | None = None
+    usage: RunUsage = field(default_factory=RunUsage)
+    turns: int = 0
+    status: RunStatus = "completed"
+    error: str | None = None
+    output: Any = None
+    output_retries: int = 0
+    cancel_requested: bool = False
+    cancel_reason: str = ""
+    time_limited: bool = False
+    tool_spans: dict[str, Span] = field(default_factory=dict)
+    call_ids: set[str] = field(default_factory=set)
+    """Tool-call ids used so far in this run."""
+    sent: int = 0
+    """How many messages earlier model calls already recorded in the trace."""
+    t0: float = field(default_factory=time.perf_counter)
+
+    @property
+    def span(self) -> Span:
+        return self.trace.root
+
+    def emit(self, cls: type[Any], **fields: Any) -> None:
+        """Build and deliver an agent event, if anyone listens."""
+        if self.sink:
+            self.sink.emit(
+                cls(agent=self.agent.name, run_id=self.run_id, depth=self.depth,
+                    parent_call_id=self.parent_call_id, **fields)
+            )  # fmt: skip
+
+    def remaining(self) -> float | None:
+        """Seconds left before the time limit (``None``: no limit)."""
+        if self.deadline is None:
+            return None
+        return self.deadline - self.loop.time()
+
+    def record_bus_event(self, event: Any) -> None:
+        """Executor-bus subscriber: file this run's tool-call events under their spans."""
+        if getattr(event, "run_id", None) != self.run_id:
+            return
+        span = self.tool_spans.get(getattr(event, "call_id", ""))
+        if span is None:
+            return
+        at = time.time() - (time.monotonic() - event.timestamp)
+        span.event(event.type, at=at, **_event_fields(event))
+
+
+def _event_fields(event: Any) -> dict[str, Any]:
+    kind = event.type
+    if kind == "update":
+        data = event.data
+        text = data if isinstance(data, str) else repr(data)
+        return {"sequence": event.sequence, "data": text[:2000]}
+    if kind == "approval_requested":
+        return {"reason": event.reason, "kind": event.kind}
+    if kind == "approval_resolved":
+        return {"approved": event.approved, "reason": event.reason, "edited": event.edited,
+                "always": event.always, "decided_by": event.decided_by}  # fmt: skip
+    if kind == "invalid_arguments":
+        return {"message": event.message}
+    if kind == "failed":
+        return {"error_type": event.error_type, "message": event.message}
+    if kind == "cancelled":
+        return {"reason": event.reason}
+    if kind == "timed_out":
+        return {"timeout": event.timeout}
+    return {}
+
+
+def message_dict(message: Message) -> dict[str, Any]:
+    """A message in the trace's JSON form."""
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, AssistantMessage):
+        return {"role": "assistant", "text": message.text,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                               for c in message.tool_calls]}  # fmt: skip
+    text = ToolResult(content=message.content).text
+    return {"role": "tool", "call_id": message.call_id, "name": message.name, "content": text,
+            "is_error": message.is_error}  # fmt: skip
+
+
+def parse_arguments(raw: str) -> Any:
+    """The arguments as JSON when they parse, else the raw text."""
+    try:
+        return json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return raw
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _jsonable(dump(mode="json"))
+    text = repr(value)
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def result_dict(result: ToolResult) -> dict[str, Any]:
+    """A tool result in the trace's JSON form (``text`` is what the model saw)."""
+    data: dict[str, Any] = {"status": result.status, "is_error": result.is_error,
+                            "text": result.text, "error_type": result.error_type,
+                            "duration": result.duration}  # fmt: skip
+    if result.details is not None:
+        data["details"] = _jsonable(result.details)
+    return data

@@ -1,0 +1,148 @@
+"""One turn's tool calls: allowlist check, parallel execution, time limit, trace (internal).
+
+Calls to tools outside the agent's allowlist never reach the executor: they get a
+``not_found`` result at once (and the executor's bus still sees ``requested`` and ``failed``
+events, so audit logs stay complete). The others run together through
+:meth:`Executor.call_many <kode_nb.Executor.call_many>`; results come back in the order the
+model asked. When the run's time limit passes, its calls are cancelled through
+:meth:`Executor.cancel <kode_nb.Executor.cancel>` and return ``cancelled`` results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import time
+from collections.abc import Sequence
+
+from kode_nb.agents._run import RunState, parse_arguments, result_dict
+from kode_nb.agents.events import ToolCallFinished, ToolCallsRequested
+from kode_nb.agents.trace import Span
+from kode_nb.errors import ToolNotFoundError
+from kode_nb.events import CallFailed, CallRequested
+from kode_nb.executor import ToolCall
+from kode_nb.models.base import ToolCallRequest, ToolResultMessage
+from kode_nb.types import TextBlock, ToolResult, normalize_name
+
+__all__ = ["run_tool_calls", "unique_call_ids"]
+
+
+def unique_call_ids(
+    st: RunState, calls: tuple[ToolCallRequest, ...]
+) -> tuple[ToolCallRequest, ...]:
+    """The calls, with an id made up for any that has none or repeats one of this run's (some
+    local models send ``""`` or ``"call_0"`` every time; results must answer the right call)."""
+    fixed: list[ToolCallRequest] = []
+    for i, call in enumerate(calls, 1):
+        if not call.id or call.id in st.call_ids:
+            call = ToolCallRequest(id=f"call_{st.run_id}_{st.turns}_{i}", name=call.name,
+                                   arguments=call.arguments)  # fmt: skip
+        st.call_ids.add(call.id)
+        fixed.append(call)
+    return tuple(fixed)
+
+
+def _not_allowed(st: RunState, call: ToolCallRequest) -> ToolResult:
+    names = [t.name for t in st.tools.values()]
+    close = difflib.get_close_matches(call.name, names, n=3, cutoff=0.6)
+    message = ToolNotFoundError(call.name, close_matches=close, available=len(names)).message
+    if not close and names:
+        message += " Your tools: " + ", ".join(names) + "."
+    now = time.time()
+    result = ToolResult(
+        content=(TextBlock(text=message),), is_error=True, status="not_found", tool=call.name,
+        call_id=call.id, error_type="ToolNotFoundError", started_at=now, ended_at=now,
+    )  # fmt: skip
+    bus = st.executor.bus
+    if bus.active:
+        bus.emit(
+            CallRequested(
+                tool=call.name,
+                call_id=call.id,
+                run_id=st.run_id,
+                parent_call_id=st.parent_call_id,
+                arguments=call.arguments,
+            )
+        )
+        bus.emit(CallFailed(tool=call.name, call_id=call.id, run_id=st.run_id,
+                            parent_call_id=st.parent_call_id, result=result,
+                            error_type="ToolNotFoundError", message=message))  # fmt: skip
+    return result
+
+
+def _cancelled(call: ToolCallRequest, why: str) -> ToolResult:
+    return ToolResult(
+        content=(TextBlock(text=f"Tool '{call.name}' was cancelled ({why})."),), is_error=True,
+        status="cancelled", tool=call.name, call_id=call.id, error_type="ToolCancelledError",
+    )  # fmt: skip
+
+
+async def run_tool_calls(
+    st: RunState, calls: Sequence[ToolCallRequest], turn_no: int, turn: Span
+) -> list[ToolResult]:
+    """Run one turn's calls; results in the order of ``calls``, appended to the messages
+    (also when the run is cancelled meanwhile: every call gets an answer in the history)."""
+    st.emit(ToolCallsRequested, turn=turn_no, calls=tuple(calls))
+    spans: list[Span] = []
+    for call in calls:
+        span = turn.child("tool_call", f"execute_tool {call.name}", tool=call.name,
+                          call_id=call.id, arguments=parse_arguments(call.arguments))  # fmt: skip
+        st.tool_spans[call.id] = span
+        spans.append(span)
+    results: list[ToolResult | None] = [None] * len(calls)
+    allowed: list[int] = []
+    for i, call in enumerate(calls):
+        if normalize_name(call.name) in st.tools:
+            allowed.append(i)
+        else:
+            results[i] = _not_allowed(st, call)
+    try:
+        if allowed:
+            done = await _call_many(st, [calls[i] for i in allowed])
+            for i, result in zip(allowed, done, strict=True):
+                results[i] = result
+    finally:
+        why = st.error or st.cancel_reason or "the run ended"
+        final = [
+            r if r is not None else _cancelled(c, why) for r, c in zip(results, calls, strict=True)
+        ]
+        for call, span, result in zip(calls, spans, final, strict=True):
+            st.messages.append(
+                ToolResultMessage(
+                    call_id=call.id,
+                    name=call.name,
+                    content=result.content,
+                    is_error=result.is_error,
+                )
+            )
+            span.set(result=result_dict(result))
+            span.finish(result.status, result.text if result.is_error else None)
+            st.emit(ToolCallFinished, turn=turn_no, call=call, result=result)
+    return final
+
+
+async def _call_many(st: RunState, calls: Sequence[ToolCallRequest]) -> list[ToolResult]:
+    executor = st.executor
+    items = [ToolCall(name=c.name, arguments=c.arguments, call_id=c.id) for c in calls]
+    task = asyncio.ensure_future(
+        executor.call_many(items, run_id=st.run_id, parent_call_id=st.parent_call_id)
+    )
+    try:
+        remaining = st.remaining()
+        if remaining is None:
+            return await task
+        await asyncio.wait({task}, timeout=max(remaining, 0.0))
+        while not task.done():  # time is up: cancel this run's calls until they have returned
+            st.time_limited = True
+            reason = f"the agent's time limit of {st.agent.time_limit:g} s was reached"
+            st.error = reason
+            executor.cancel(run_id=st.run_id, reason=reason)
+            await asyncio.wait({task}, timeout=0.05)
+        return task.result()
+    except BaseException:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait({task}, timeout=1.0)
+        raise

@@ -1,0 +1,117 @@
+"""Secret redaction for traces, exports and displays.
+
+:func:`redact` returns a copy of a JSON-shaped value (dicts, lists, strings, numbers) in which
+secrets are replaced by ``[REDACTED]``:
+
+* values of environment variables whose name ends in ``_KEY``, ``_TOKEN`` or ``_SECRET``, or
+  contains ``PASSWORD`` (case-insensitive), that are present in ``os.environ`` when ``redact``
+  is called, wherever they occur inside a string (values shorter than 6 characters are left
+  alone: redacting ``"1"`` everywhere would destroy the text, not protect a secret);
+* anything that looks like a provider key (``sk-…``, ``sk-ant-…``, ``ghp_…``, ``xox…-…``, AWS
+  ``AKIA…``), a ``Bearer …`` credential, or an ``Authorization: …`` header line;
+* the whole value of a mapping key that names a credential (``api_key``, ``apiKey``,
+  ``authorization``, ``password``, ``secret``, ``token``, ``access_token``, ``x-api-key``, …).
+
+The trace recorder (:mod:`kode_nb.agents.trace`) runs every value through :func:`redact`
+before storing it, so JSON and OpenTelemetry exports never hold a secret; displays should pass
+any text they show through :func:`redact_text`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["REDACTED", "environment_secrets", "is_secret_key", "redact", "redact_text"]
+
+REDACTED = "[REDACTED]"
+"""What a secret is replaced with."""
+
+_MIN_ENV_SECRET = 6
+_ENV_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET)$|PASSWORD", re.IGNORECASE)
+_PATTERNS: tuple[re.Pattern[str], ...] = (
+    # "Authorization: <anything up to the end of the line>" (headers in logs and error bodies)
+    re.compile(r"(?i)(?<![\w-])((?:proxy-)?authorization\s*[:=]\s*)[^\r\n]+"),
+    re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=-]{12,}"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{16,}"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
+)
+_SECRET_KEY = re.compile(
+    r"(?i)^(x[-_])?(api[-_]?key|apikey|auth|authorization|proxy[-_]authorization|password|"
+    r"passwd|secret|client[-_]secret|token|access[-_]token|refresh[-_]token|id[-_]token|"
+    r"session[-_]token|private[-_]key|cookie|set[-_]cookie)$"
+)
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a mapping key names a credential (its whole value is redacted)."""
+    return bool(_SECRET_KEY.match(key.strip()))
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values in the environment now (longest first, so overlaps redact fully)."""
+    env = os.environ if environ is None else environ
+    found = {
+        value
+        for name, value in env.items()
+        if _ENV_NAME.search(name) and len(value.strip()) >= _MIN_ENV_SECRET
+    }
+    return sorted(found, key=len, reverse=True)
+
+
+def _sub_patterns(text: str) -> str:
+    text = _PATTERNS[0].sub(lambda m: m.group(1) + REDACTED, text)
+    text = _PATTERNS[1].sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+    for pattern in _PATTERNS[2:]:
+        text = pattern.sub(REDACTED, text)
+    return text
+
+
+def _redact_str(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return _sub_patterns(text)
+
+
+def redact_text(text: str, *, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with every secret replaced by ``[REDACTED]`` (see the module docstring)."""
+    return _redact_str(text, environment_secrets(environ))
+
+
+def redact(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
+    """A redacted copy of a JSON-shaped ``value``; other objects are redacted as their ``str``.
+
+    Mapping keys are kept (a key naming a credential gets its whole value replaced); tuples
+    and sets become lists; ``bool``/``int``/``float``/``None`` pass through unchanged.
+    """
+    return _walk(value, environment_secrets(environ), 0)
+
+
+def _walk(value: Any, secrets: list[str], depth: int) -> Any:
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return _redact_str(value, secrets)
+    if depth > 50:
+        return "[too deep]"
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = _redact_str(str(key), secrets)
+            if is_secret_key(str(key)) and item not in (None, "") and not isinstance(item, bool):
+                out[name] = REDACTED
+            else:
+                out[name] = _walk(item, secrets, depth + 1)
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [_walk(item, secrets, depth + 1) for item in items]
+    if isinstance(value, bytes):
+        return _redact_str(value.decode("utf-8", "replace"), secrets)
+    return _redact_str(str(value), secrets)

@@ -1,0 +1,376 @@
+"""Subagents as tools (seeds 000 and 003): an :class:`AgentDefinition` becomes a ``think`` tool.
+
+:func:`register_subagent` wraps a definition as a :class:`~kode_nb.Tool` of kind ``think`` and
+category ``agent`` (``is_output_markdown``, ``can_update_output``) whose parameters are exactly
+the input contract: the ``input_model``'s JSON Schema, or the seed-000 ``input_config``'s. At
+registration a *construction probe* resolves the allowlist and the model and checks that the
+system-prompt template only uses inputs; any failure raises
+:class:`~kode_nb.errors.ToolDefinitionError` and nothing is registered.
+
+Each call::
+
+    validate the inputs → compress the parent's context (hook) → a FRESH Agent: its own memory,
+    only its allowlisted tools, a NarrowedPolicy (allowlist ∩ the parent's policy) on an
+    executor derived from the parent's (same approver and event bus) → run → fold the final
+    answer into ONE ToolResult (markdown text; details {subagent, parent_call_id, run_id,
+    depth, usage, turns, status, unavailable})
+
+A failure — invalid inputs, the depth limit, a model error, a turn or time limit, a template or
+hook error — folds into an error result with ``details["unavailable"] = True`` and the text
+``Subagent 'x' unavailable: <why>``; the parent's run goes on. Cancellation is not a failure:
+it propagates, and the executor reports the call as cancelled.
+
+The subagent's trace nests under the parent's tool-call span; its events reach the parent's
+``on_event`` callbacks (``SubagentStarted`` … ``SubagentFinished``) and its streamed text
+reaches the executor as ``CallUpdate`` events of the subagent's call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Union, cast
+
+from pydantic import BaseModel
+
+from kode_nb.agents._inputs import (
+    INVALID_KEY,
+    FoldingValidator,
+    Invalid,
+    check_template,
+    input_validator,
+)
+from kode_nb.agents._run import CURRENT_RUN, RunState
+from kode_nb.agents.context import CompressContext
+from kode_nb.agents.context import compress_context as default_compress
+from kode_nb.agents.events import SubagentFinished, SubagentStarted
+from kode_nb.agents.loop import Agent
+from kode_nb.agents.output import check_output_model
+from kode_nb.agents.result import AgentRunResult, RunUsage
+from kode_nb.agents.toolset import NarrowedPolicy, derive_executor, is_model, resolve_model
+from kode_nb.agents.toolset import resolve_tools as _resolve_tools
+from kode_nb.errors import (
+    ConfigurationError,
+    KodeUsageError,
+    ToolDefinitionError,
+)
+from kode_nb.executor import Executor
+from kode_nb.models.base import Model
+from kode_nb.registry import ToolRegistry, default_registry
+from kode_nb.tools import Tool
+from kode_nb.types import (
+    NOT_GIVEN,
+    NotGiven,
+    ResultStatus,
+    TextBlock,
+    ToolCategory,
+    ToolContext,
+    ToolKind,
+    ToolResult,
+    normalize_name,
+    validate_name,
+)
+
+__all__ = [
+    "AgentDefinition",
+    "FoldingValidator",
+    "ModelSpec",
+    "register_subagent",
+    "subagent_tool",
+]
+
+ModelSpec = Union[str, Model, Callable[[], Model], None]
+"""A model name (resolved per call), a model object (shared by calls), a factory called per
+call (a fresh model each time), or ``None``: the calling agent's model."""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class AgentDefinition:
+    """A subagent: its input contract, instructions, allowlist, model and limits."""
+
+    name: str
+    """The tool name the parent's model sees."""
+    description: str
+    """When to use it, for the parent's model."""
+    system_prompt: str
+    """A template formatted with the validated inputs: ``"Investigate: {objective}"``."""
+    input_model: type[BaseModel] | None = None
+    """The pydantic input contract (schema and validation); or give ``input_config``."""
+    input_config: Mapping[str, Any] | None = None
+    """Seed-000 ``{"inputs": {name: {"description", "type", "required"}}}``; or ``input_model``."""
+    tools: Sequence[str] = ()
+    """The allowlist (names and selectors); the subagent never gets anything else."""
+    model: ModelSpec = None
+    """See :data:`ModelSpec`; ``None`` uses the calling agent's model."""
+    max_turns: int = 10
+    """Model calls per run."""
+    time_limit: float | None = None
+    """Seconds per run (``None``: no limit; the tool's executor timeout is then one hour)."""
+    max_depth: int = 3
+    """The deepest nesting this subagent may run at (a top-level agent's subagent is depth 1)."""
+    output_model: type[BaseModel] | None = None
+    """A structured final answer; the folded text is then its JSON."""
+    label: str = ""
+    """A display label for the tool."""
+    compress_context: CompressContext = default_compress
+    """``fn(parent_messages, inputs) -> str`` (sync or async): context prepended to the first
+    user message (default: the parent's latest user request)."""
+
+    def __post_init__(self) -> None:
+        where = f"subagent {self.name!r}"
+        try:
+            object.__setattr__(self, "name", validate_name(self.name))
+        except ValueError as exc:
+            raise ToolDefinitionError(str(exc), function=where) from None
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ToolDefinitionError("needs a description (when to use it)", function=where)
+        if (self.input_model is None) == (self.input_config is None):
+            raise ToolDefinitionError(
+                "give exactly one of input_model= (a pydantic model) or input_config=",
+                function=where,
+            )
+        if self.input_model is not None and not (
+            inspect.isclass(self.input_model) and issubclass(self.input_model, BaseModel)
+        ):
+            raise ToolDefinitionError(
+                f"input_model must be a pydantic BaseModel subclass, got {self.input_model!r}",
+                function=where,
+            )
+        if not isinstance(self.system_prompt, str):
+            raise ToolDefinitionError("system_prompt must be a string", function=where)
+        for what, value, low in (
+            ("max_turns", self.max_turns, 1),
+            ("max_depth", self.max_depth, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ToolDefinitionError(
+                    f"{what} must be an int >= {low}, got {value!r}", function=where
+                )
+        t = self.time_limit
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
+            raise ToolDefinitionError(
+                f"time_limit must be a positive number or None, got {t!r}", function=where
+            )
+        if not callable(self.compress_context):
+            raise ToolDefinitionError("compress_context must be callable", function=where)
+        try:
+            check_output_model(self.output_model, where)
+        except ConfigurationError as exc:
+            raise ToolDefinitionError(str(exc)) from None
+        check_template(self.system_prompt, self.input_fields(), where)
+
+    def input_fields(self) -> tuple[str, ...]:
+        """The names the inputs have in the system-prompt template."""
+        if self.input_model is not None:
+            return tuple(self.input_model.model_fields)
+        inputs = (self.input_config or {}).get("inputs")
+        return tuple(inputs) if isinstance(inputs, Mapping) else ()
+
+
+def _probe(defn: AgentDefinition, registry: Any) -> None:
+    """Registration-time check that the allowlist and the model resolve (seed 003)."""
+    where = f"subagent '{defn.name}'"
+    own = normalize_name(defn.name)  # it may call itself (recursion, bounded by max_depth)
+    try:
+        _resolve_tools([t for t in defn.tools if normalize_name(t) != own], registry, where=where)
+    except ConfigurationError as exc:
+        raise ToolDefinitionError(f"cannot be constructed: {exc}") from None
+    spec = defn.model
+    try:
+        if isinstance(spec, str) or is_model(spec):
+            resolve_model(spec, where=where)
+        elif callable(spec):
+            made = spec()
+            if not is_model(made):
+                raise ConfigurationError(
+                    f"{where}: the model factory returned {made!r}, not a Model (.name, .stream)"
+                )
+        elif spec is not None:
+            resolve_model(spec, where=where)  # raises with a clear message
+    except ConfigurationError as exc:
+        raise ToolDefinitionError(f"cannot be constructed: {exc}") from None
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"cannot be constructed: its model factory raised {type(exc).__name__}: {exc}",
+            function=where,
+        ) from None
+
+
+def subagent_tool(defn: AgentDefinition, *, executor: Executor | None = None) -> Tool:
+    """The :class:`~kode_nb.Tool` for ``defn``, unregistered (no probe: see
+    :func:`register_subagent`). ``executor`` serves calls made outside any agent run."""
+    if not isinstance(defn, AgentDefinition):
+        raise ToolDefinitionError(f"expected an AgentDefinition, got {defn!r}")
+
+    async def call_subagent(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await delegate(defn, args, ctx, executor=executor)
+
+    call_subagent.__qualname__ = f"subagent.{defn.name}"
+    where = f"subagent '{defn.name}'"
+    timeout = defn.time_limit + 5.0 if defn.time_limit else 3600.0
+    return Tool(
+        name=defn.name, description=defn.description.strip(), function=call_subagent,
+        validator=FoldingValidator(input_validator(defn.input_model, defn.input_config, where)),
+        label=defn.label, kind=ToolKind.THINK,
+        category=ToolCategory.AGENT, is_output_markdown=True, can_update_output=True, timeout=timeout,
+        mode="async", context_param="ctx", arguments_param="args",
+        source=f"{__name__}.subagent.{defn.name}", metadata={"subagent": defn},
+    )  # fmt: skip
+
+
+def register_subagent(
+    defn: AgentDefinition,
+    *,
+    registry: ToolRegistry | NotGiven | None = NOT_GIVEN,
+    executor: Executor | None = None,
+    replace: bool = False,
+) -> Tool:
+    """Probe ``defn`` and register it as a tool (``registry``: the current one by default,
+    ``None``: do not register). Re-registering the same name replaces it. Returns the Tool."""
+    tool = subagent_tool(defn, executor=executor)
+    target = default_registry() if isinstance(registry, NotGiven) else registry
+    probe_registry: Any = target
+    if probe_registry is None:
+        probe_registry = executor.registry if executor is not None else default_registry()
+    _probe(defn, probe_registry)
+    if target is not None:
+        target.register(tool, replace=replace)
+    return tool
+
+
+# --------------------------------------------------------------------------- one call
+
+
+def _unavailable(
+    defn: AgentDefinition, meta: dict[str, Any], why: str, *, status: ResultStatus = "error"
+) -> ToolResult:
+    return ToolResult(
+        content=(TextBlock(text=f"Subagent '{defn.name}' unavailable: {why}"),), is_error=True,
+        status=status, details={**meta, "unavailable": True, "error": why},
+        error_type="SubagentUnavailable",
+    )  # fmt: skip
+
+
+def _prompt(summary: str, inputs: Mapping[str, Any]) -> str:
+    text = "Your inputs:\n" + json.dumps(dict(inputs), indent=2, ensure_ascii=False, default=str)
+    return f"{summary.strip()}\n\n{text}" if summary.strip() else text
+
+
+def _model_for(defn: AgentDefinition, parent: RunState | None) -> Model:
+    spec = defn.model
+    if spec is None:
+        if parent is None:
+            raise ConfigurationError(
+                "it has no model of its own (model=None) and no calling agent to inherit one from"
+            )
+        return parent.model
+    if isinstance(spec, str) or is_model(spec):
+        return resolve_model(spec, where=f"subagent '{defn.name}'")
+    factory = cast("Callable[[], Model]", spec)
+    return resolve_model(factory(), where=f"subagent '{defn.name}'")
+
+
+async def delegate(
+    defn: AgentDefinition, args: Mapping[str, Any], ctx: ToolContext, *, executor: Executor | None
+) -> ToolResult:
+    """Run one subagent call (the tool's body); see the module docstring."""
+    parent = CURRENT_RUN.get()
+    if parent is not None and parent.run_id != ctx.run_id:
+        parent = None  # called from elsewhere (a notebook cell), not by this run's model
+    depth = parent.depth + 1 if parent is not None else 1
+    run_id = f"run_{secrets.token_hex(6)}"
+    meta: dict[str, Any] = {"subagent": defn.name, "parent_call_id": ctx.call_id,
+                            "run_id": run_id, "depth": depth, "usage": RunUsage().as_dict(),
+                            "turns": 0, "status": "not_started"}  # fmt: skip
+    invalid = args.get(INVALID_KEY)
+    if isinstance(invalid, Invalid):
+        issues = "\n".join(f"- {i.render()}" for i in invalid.error.issues)
+        why = f"input validation failed:\n{issues}\nFix the arguments and call it again."
+        return _unavailable(defn, meta, why, status="invalid_arguments")
+    if depth > defn.max_depth:
+        why = (f"the subagent depth limit was reached: this call would run at depth {depth}, "
+               f"and '{defn.name}' allows at most max_depth={defn.max_depth}.")  # fmt: skip
+        return _unavailable(defn, meta, why)
+    if defn.input_model is not None:
+        instance: BaseModel = args["inputs"]
+        values, inputs = dict(instance), instance.model_dump(mode="json")
+    else:
+        inputs = dict(args)
+        values = {name: args.get(name) for name in defn.input_fields()}
+    try:
+        system = defn.system_prompt.format(**{k: "" if v is None else v for k, v in values.items()})
+    except Exception as exc:
+        return _unavailable(
+            defn, meta, f"its system prompt could not be filled in ({type(exc).__name__}: {exc})."
+        )
+    try:
+        summary = defn.compress_context(list(parent.messages) if parent else [], inputs)
+        if inspect.isawaitable(summary):
+            summary = await summary
+        if not isinstance(summary, str):
+            raise TypeError(f"it returned {type(summary).__name__}, not str")
+    except Exception as exc:
+        return _unavailable(
+            defn, meta, f"the context compression hook failed ({type(exc).__name__}: {exc})."
+        )
+    own_base = parent is None and executor is None
+    base = parent.executor if parent is not None else executor or Executor()
+    narrowed = NarrowedPolicy(base.policy, defn.tools, owner=defn.name)
+    child_executor = derive_executor(base, policy=narrowed)
+    if own_base:
+        base.close()  # only its settings were needed
+    try:
+        agent = Agent(
+            defn.name, model=_model_for(defn, parent), system_prompt=system, tools=defn.tools,
+            max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
+            executor=child_executor,
+        )  # fmt: skip
+    except Exception as exc:
+        child_executor.close()
+        return _unavailable(defn, meta, f"{exc}")
+    if parent is not None:
+        parent.sink.emit(SubagentStarted(agent=defn.name, run_id=run_id, depth=depth,
+                                         parent_call_id=ctx.call_id, parent_run_id=parent.run_id,
+                                         inputs=inputs))  # fmt: skip
+    status, folded = "cancelled", None
+    try:
+        try:
+            result = await agent._execute(
+                _prompt(summary, inputs), run_id=run_id, parent=parent, parent_call_id=ctx.call_id,
+                executor=child_executor, on_text=ctx.on_update,
+            )  # fmt: skip
+            status, folded = result.status, _fold(defn, meta, result)
+        except KodeUsageError as exc:  # e.g. a missing API key, met at the first request
+            status, folded = "error", _unavailable(defn, meta, str(exc))
+        return folded
+    finally:
+        child_executor.close()
+        if parent is not None:
+            parent.sink.emit(SubagentFinished(agent=defn.name, run_id=run_id, depth=depth,
+                                              parent_call_id=ctx.call_id, parent_run_id=parent.run_id,
+                                              status=status, result=folded))  # fmt: skip
+
+
+def _fold(defn: AgentDefinition, meta: dict[str, Any], result: AgentRunResult) -> ToolResult:
+    """The child's run as ONE tool result for the parent's model."""
+    meta = {**meta, "usage": result.usage.as_dict(), "turns": result.turns, "status": result.status}
+    if result.status != "completed":
+        if result.status == "max_turns":
+            why = f"it reached its turn limit (max_turns={defn.max_turns}) without a final answer."
+        elif result.status == "time_limit":
+            why = f"it reached its time limit ({defn.time_limit or 0:g} s) without a final answer."
+        else:
+            why = f"{result.error}."
+        return _unavailable(defn, {**meta, "trace": result.trace}, why)
+    output = result.output
+    if isinstance(output, BaseModel):
+        text = output.model_dump_json(indent=2)
+    else:
+        text = str(output) if str(output).strip() else "(the subagent gave an empty answer)"
+    return ToolResult(
+        content=(TextBlock(text=text),),
+        details={**meta, "unavailable": False, "trace": result.trace},
+    )

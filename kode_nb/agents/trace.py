@@ -1,0 +1,380 @@
+"""Run traces: a tree of spans recorded while an agent runs, exported as JSON or OpenTelemetry.
+
+Every :meth:`Agent.run <kode_nb.agents.Agent.run>` records a :class:`Trace`::
+
+    run "main"                      an agent run (a subagent's run nests under its tool call)
+    └── turn 1
+        ├── model_call "chat scripted"      messages sent, response, usage, latency
+        ├── tool_call "execute_tool add"    arguments, result, executor events
+        └── tool_call "execute_tool researcher"
+            └── run "researcher"            the nested subagent run, and so on
+    └── turn 2 ...
+
+Everything stored is passed through :func:`kode_nb.agents.redact.redact` first, so a trace, its
+JSON and its OpenTelemetry export never hold a secret.
+
+JSON schema ``kode_nb.trace/v1`` (:meth:`Trace.to_dict`)::
+
+    {"schema": "kode_nb.trace/v1", "trace_id": "<32 hex>", "root": SPAN}
+
+    SPAN = {
+      "kind": "run" | "turn" | "model_call" | "tool_call",
+      "name": str,                   # "main", "turn 1", "chat <model>", "execute_tool <tool>"
+      "span_id": "<16 hex>",
+      "started_at": float,           # Unix time, seconds
+      "ended_at": float | null,      # null while the span is open
+      "duration": float | null,      # seconds (monotonic clock)
+      "status": str,                 # run: completed|max_turns|time_limit|cancelled|error;
+                                     # model_call: ok|error; tool_call: the ToolResult status;
+                                     # turn: ok|error; "running" while open
+      "error": str | null,           # what went wrong, when status is not a success
+      "attributes": {...},           # per kind, below
+      "events": [{"name": str, "time": float, "attributes": {...}}],
+      "children": [SPAN, ...]
+    }
+
+Attributes. *run*: ``agent``, ``model``, ``run_id``, ``parent_call_id``, ``depth``,
+``system_prompt``, ``prompt``, ``tools`` (names), ``max_turns``, ``time_limit``, and at the end
+``output``, ``turns``, ``usage`` (``input_tokens``, ``output_tokens``, ``requests``,
+``tool_calls``). *turn*: ``turn``. *model_call*: ``model``, ``turn``, ``messages`` (the
+messages added since the previous model call; the first call has the whole history),
+``message_count`` (the whole history's length), ``tools`` (names offered), ``response``
+(``text``, ``tool_calls``: ``[{id, name, arguments}]``), ``usage``, ``stop_reason``,
+``latency``. *tool_call*: ``tool``, ``call_id``, ``arguments`` (the parsed JSON, or the raw
+text when it is not JSON), ``result`` (``status``, ``is_error``, ``text`` — what the model saw
+—, ``error_type``, ``duration``, ``details``). Tool-call events are the executor's events for
+the call (``requested``, ``approval_requested``, ``approval_resolved``, ``started``,
+``update`` (the first 100), ``completed``...). Messages are ``{"role": "user", "content"}``,
+``{"role": "assistant", "text", "tool_calls"}`` or ``{"role": "tool", "call_id", "name",
+"content", "is_error"}``.
+
+OpenTelemetry (:meth:`Trace.to_otel`): one dict per span with ``trace_id``, ``span_id``,
+``parent_span_id``, ``name``, ``kind``, ``start_time_unix_nano``, ``end_time_unix_nano``,
+``status``, ``attributes`` and ``events``, following the GenAI semantic conventions:
+``invoke_agent <agent>``, ``chat <model>`` and ``execute_tool <tool>`` spans with
+``gen_ai.operation.name``, ``gen_ai.agent.name``, ``gen_ai.request.model``,
+``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``
+(turn spans are folded away: their spans hang under the agent span with ``kode_nb.turn``).
+:meth:`Trace.to_otlp` wraps them as OTLP/JSON (``resourceSpans``) for a collector.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from kode_nb.agents.redact import redact
+
+__all__ = ["SCHEMA", "Span", "SpanKind", "Trace"]
+
+SCHEMA = "kode_nb.trace/v1"
+"""The version tag of the JSON form (:meth:`Trace.to_dict`)."""
+
+SpanKind: TypeAlias = Literal["run", "turn", "model_call", "tool_call"]
+
+_MAX_EVENTS = 100
+
+
+def new_span_id() -> str:
+    return secrets.token_hex(8)
+
+
+def new_trace_id() -> str:
+    return secrets.token_hex(16)
+
+
+@dataclass(kw_only=True, eq=False)
+class Span:
+    """One node of a trace. Values given to :meth:`set` and :meth:`event` are redacted."""
+
+    kind: SpanKind
+    """``run``, ``turn``, ``model_call`` or ``tool_call``."""
+    name: str
+    """``main``, ``turn 1``, ``chat <model>``, ``execute_tool <tool>``."""
+    span_id: str = field(default_factory=new_span_id)
+    """16 hex digits, unique in the trace."""
+    started_at: float = field(default_factory=time.time)
+    """Unix time the span opened."""
+    ended_at: float | None = None
+    """Unix time it closed; ``None`` while open."""
+    duration: float | None = None
+    """Seconds it was open (monotonic clock); ``None`` while open."""
+    status: str = "running"
+    """How it ended (see the module docstring); ``running`` while open."""
+    error: str | None = None
+    """What went wrong, for a failed span."""
+    attributes: dict[str, Any] = field(default_factory=dict)
+    """Redacted, JSON-shaped data (per kind: see the module docstring)."""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """Timestamped things that happened during the span."""
+    children: list[Span] = field(default_factory=list)
+    """Nested spans, in the order they opened."""
+    dropped_events: int = 0
+    """Events not kept (past the first 100)."""
+    _t0: float = field(default_factory=time.perf_counter, repr=False)
+
+    def child(self, kind: SpanKind, name: str, **attributes: Any) -> Span:
+        """Open a nested span (appended to :attr:`children`)."""
+        span = Span(kind=kind, name=name)
+        span.set(**attributes)
+        self.children.append(span)
+        return span
+
+    def set(self, **attributes: Any) -> None:
+        """Store attributes (redacted)."""
+        self.attributes.update(redact(attributes))
+
+    def event(self, name: str, *, at: float | None = None, **attributes: Any) -> None:
+        """Record an event (redacted); only the first 100 are kept."""
+        if len(self.events) >= _MAX_EVENTS:
+            self.dropped_events += 1
+            return
+        self.events.append(
+            {
+                "name": name,
+                "time": time.time() if at is None else at,
+                "attributes": redact(attributes),
+            }
+        )
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        """Close the span (once; later calls are ignored)."""
+        if self.ended_at is not None:
+            return
+        self.duration = time.perf_counter() - self._t0
+        self.ended_at = self.started_at + self.duration
+        self.status = status
+        self.error = redact(error) if error is not None else None
+
+    @property
+    def open(self) -> bool:
+        return self.ended_at is None
+
+    def walk(self) -> Iterator[Span]:
+        """This span and all below it, depth first."""
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def find(self, kind: SpanKind | None = None, name: str | None = None) -> list[Span]:
+        """Spans below (and including) this one with that kind and/or name."""
+        return [
+            s
+            for s in self.walk()
+            if (kind is None or s.kind == kind) and (name is None or s.name == name)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of this span and its children (schema in the module docstring)."""
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "name": self.name,
+            "span_id": self.span_id,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "duration": self.duration,
+            "status": self.status,
+            "error": self.error,
+            "attributes": self.attributes,
+            "events": self.events,
+            "children": [c.to_dict() for c in self.children],
+        }
+        if self.dropped_events:
+            data["dropped_events"] = self.dropped_events
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Span:
+        """Rebuild a span tree from :meth:`to_dict` output (values are taken as they are)."""
+        span = cls(
+            kind=data["kind"], name=data["name"], span_id=data["span_id"],
+            started_at=data["started_at"], ended_at=data.get("ended_at"),
+            duration=data.get("duration"), status=data.get("status", "running"),
+            error=data.get("error"), attributes=dict(data.get("attributes", {})),
+            events=list(data.get("events", [])), dropped_events=data.get("dropped_events", 0),
+        )  # fmt: skip
+        span.children = [cls.from_dict(c) for c in data.get("children", [])]
+        return span
+
+    def __repr__(self) -> str:
+        return (
+            f"Span({self.kind} {self.name!r}, status={self.status!r}, "
+            f"children={len(self.children)})"
+        )
+
+
+@dataclass(kw_only=True, eq=False)
+class Trace:
+    """The recorded tree of one agent run (a subagent's run shares its parent's ``trace_id``)."""
+
+    root: Span
+    """The ``run`` span."""
+    trace_id: str = field(default_factory=new_trace_id)
+    """32 hex digits, shared by every span (OpenTelemetry's trace id)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``kode_nb.trace/v1`` JSON form."""
+        return {"schema": SCHEMA, "trace_id": self.trace_id, "root": self.root.to_dict()}
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Trace:
+        """Load a trace saved with :meth:`to_dict`; another schema raises ``ValueError``."""
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} trace: schema is {data.get('schema')!r}")
+        return cls(root=Span.from_dict(data["root"]), trace_id=str(data["trace_id"]))
+
+    def spans(self) -> list[Span]:
+        """All spans, depth first (nested subagent runs included)."""
+        return list(self.root.walk())
+
+    def to_otel(self) -> list[dict[str, Any]]:
+        """The spans in OpenTelemetry GenAI form (see the module docstring), parents first."""
+        out: list[dict[str, Any]] = []
+        _otel(self.root, None, self.trace_id, out, agent="", model="", turn=None)
+        return out
+
+    def to_otlp(self, *, service_name: str = "kode_nb") -> dict[str, Any]:
+        """OTLP/JSON (``{"resourceSpans": [...]}``), ready to POST to a collector's /v1/traces."""
+        spans = [_otlp_span(s) for s in self.to_otel()]
+        resource = {"attributes": [_kv("service.name", service_name)]}
+        scope = {"name": "kode_nb.agents", "version": "1"}
+        return {
+            "resourceSpans": [
+                {"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]}
+            ]
+        }
+
+    def __repr__(self) -> str:
+        return f"Trace({self.root.name!r}, status={self.root.status!r}, spans={len(self.spans())})"
+
+
+# --------------------------------------------------------------------------- OpenTelemetry
+
+
+def _ns(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds * 1_000_000_000)
+
+
+def _json_attr(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _usage(attrs: Mapping[str, Any]) -> dict[str, int]:
+    usage = attrs.get("usage")
+    if not isinstance(usage, Mapping):
+        return {}
+    return {
+        "gen_ai.usage.input_tokens": int(usage.get("input_tokens", 0)),
+        "gen_ai.usage.output_tokens": int(usage.get("output_tokens", 0)),
+    }
+
+
+def _provider(model: str) -> str:
+    return model.split(":", 1)[0] if ":" in model else model
+
+
+def _otel(
+    span: Span, parent: str | None, trace_id: str, out: list[dict[str, Any]], *,
+    agent: str, model: str, turn: int | None,
+) -> None:  # fmt: skip
+    a = span.attributes
+    if span.kind == "turn":
+        for c in span.children:
+            _otel(c, parent, trace_id, out, agent=agent, model=model, turn=a.get("turn"))
+        return
+    attrs: dict[str, Any] = {}
+    if span.kind == "run":
+        agent, model = str(a.get("agent", span.name)), str(a.get("model", ""))
+        name, kind = f"invoke_agent {agent}", "INTERNAL"
+        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                 "gen_ai.request.model": model, "gen_ai.provider.name": _provider(model),
+                 "kode_nb.run_id": a.get("run_id", ""), "kode_nb.status": span.status,
+                 "kode_nb.depth": a.get("depth", 0), **_usage(a)}  # fmt: skip
+        if "turns" in a:
+            attrs["kode_nb.turns"] = a["turns"]
+    elif span.kind == "model_call":
+        name, kind = span.name, "CLIENT"
+        attrs = {"gen_ai.operation.name": "chat", "gen_ai.agent.name": agent,
+                 "gen_ai.request.model": str(a.get("model", model)),
+                 "gen_ai.provider.name": _provider(str(a.get("model", model))),
+                 "gen_ai.input.messages": _json_attr(a.get("messages", [])),
+                 "gen_ai.output.messages": _json_attr(a.get("response", {})), **_usage(a)}  # fmt: skip
+        if "stop_reason" in a:
+            attrs["gen_ai.response.finish_reasons"] = [str(a["stop_reason"])]
+    else:
+        tool = str(a.get("tool", span.name))
+        name, kind = f"execute_tool {tool}", "INTERNAL"
+        result = a.get("result", {})
+        attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.agent.name": agent,
+                 "gen_ai.tool.name": tool, "gen_ai.tool.call.id": str(a.get("call_id", "")),
+                 "gen_ai.tool.type": "function",
+                 "gen_ai.tool.call.arguments": _json_attr(a.get("arguments", {})),
+                 "gen_ai.tool.call.result": _json_attr(
+                     result.get("text", "") if isinstance(result, Mapping) else result)}  # fmt: skip
+        if isinstance(result, Mapping) and result.get("is_error"):
+            attrs["error.type"] = str(result.get("error_type") or result.get("status") or "error")
+    if turn is not None:
+        attrs["kode_nb.turn"] = turn
+    ok = span.status in ("ok", "completed", "running")
+    status: dict[str, str] = {
+        "code": "UNSET" if span.status == "running" else "OK" if ok else "ERROR"
+    }
+    if not ok:
+        status["message"] = span.error or span.status
+    out.append({
+        "trace_id": trace_id, "span_id": span.span_id, "parent_span_id": parent, "name": name,
+        "kind": kind, "start_time_unix_nano": _ns(span.started_at),
+        "end_time_unix_nano": _ns(span.ended_at), "status": status, "attributes": attrs,
+        "events": [{"name": e["name"], "time_unix_nano": _ns(e["time"]),
+                    "attributes": {k: _json_attr(v) if isinstance(v, (dict, list)) else v
+                                   for k, v in e["attributes"].items() if v is not None}}
+                   for e in span.events],
+    })  # fmt: skip
+    for c in span.children:
+        _otel(c, span.span_id, trace_id, out, agent=agent, model=model, turn=turn)
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    return {"stringValue": _json_attr(value) if not isinstance(value, str) else value}
+
+
+def _kv(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": _any_value(value)}
+
+
+_OTLP_KIND = {"INTERNAL": 1, "SERVER": 2, "CLIENT": 3}
+_OTLP_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
+
+
+def _otlp_span(s: Mapping[str, Any]) -> dict[str, Any]:
+    status: dict[str, Any] = {"code": _OTLP_STATUS[s["status"]["code"]]}
+    if "message" in s["status"]:
+        status["message"] = s["status"]["message"]
+    span: dict[str, Any] = {
+        "traceId": s["trace_id"], "spanId": s["span_id"], "name": s["name"],
+        "kind": _OTLP_KIND[s["kind"]], "startTimeUnixNano": str(s["start_time_unix_nano"]),
+        "endTimeUnixNano": str(s["end_time_unix_nano"] or s["start_time_unix_nano"]),
+        "attributes": [_kv(k, v) for k, v in s["attributes"].items() if v is not None],
+        "events": [{"name": e["name"], "timeUnixNano": str(e["time_unix_nano"]),
+                    "attributes": [_kv(k, v) for k, v in e["attributes"].items()]}
+                   for e in s["events"]],
+        "status": status,
+    }  # fmt: skip
+    if s["parent_span_id"]:
+        span["parentSpanId"] = s["parent_span_id"]
+    return span

@@ -1,0 +1,112 @@
+"""Secret redaction: environment values, key-like patterns, credential keys, nesting."""
+
+from __future__ import annotations
+
+import pytest
+
+from kode_nb.agents.redact import REDACTED, environment_secrets, is_secret_key, redact, redact_text
+
+ENV = {
+    "OPENAI_API_KEY": "sk-live-0123456789abcdef",
+    "GITHUB_TOKEN": "tok-ABCDEFGHIJ",
+    "AWS_SECRET": "aws-secret-value",
+    "DB_PASSWORD_FILE": "hunter2hunter2",
+    "my_key": "lowercase-secret",
+    "SHORT_KEY": "abc",
+    "KEYBOARD": "not-a-secret-name",
+    "HOME": "/home/user",
+}
+
+
+@pytest.mark.parametrize(
+    "name", ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET", "DB_PASSWORD_FILE", "my_key"]
+)
+def test_environment_values_with_secret_names_are_redacted(name: str) -> None:
+    value = ENV[name]
+    assert redact_text(f"value={value}!", environ=ENV) == f"value={REDACTED}!"
+
+
+def test_other_environment_values_and_short_ones_are_kept() -> None:
+    text = "not-a-secret-name /home/user abc"
+    assert redact_text(text, environ=ENV) == text
+    assert "abc" not in environment_secrets(ENV)
+
+
+def test_the_live_environment_is_read_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert redact_text("x rotating-value-42 x") == "x rotating-value-42 x"
+    monkeypatch.setenv("ROTATING_TOKEN", "rotating-value-42")
+    assert redact_text("x rotating-value-42 x") == f"x {REDACTED} x"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("key sk-abcdefgh12345678 end", f"key {REDACTED} end"),
+        ("anthropic sk-ant-api03-AAAAAAAAAAAA", f"anthropic {REDACTED}"),
+        ("Authorization: Bearer abc.def.ghi\nnext line", f"Authorization: {REDACTED}\nnext line"),
+        ("use bearer abcdefghijklmnop now", f"use bearer {REDACTED} now"),
+        ("gh ghp_abcdefghijklmnopqrstuvwxyz012345", f"gh {REDACTED}"),
+        ("aws AKIAABCDEFGHIJKLMNOP", f"aws {REDACTED}"),
+        ("slack xoxb-1234567890-abcdef", f"slack {REDACTED}"),
+        ("the bearer of news", "the bearer of news"),
+        ("max_tokens=100 input_tokens", "max_tokens=100 input_tokens"),
+        ("ask-me-anything", "ask-me-anything"),
+    ],
+)
+def test_key_like_patterns(text: str, expected: str) -> None:
+    assert redact_text(text, environ={}) == expected
+
+
+def test_credential_keys_lose_their_whole_value_and_nesting_is_followed() -> None:
+    data = {
+        "headers": {"Authorization": "anything at all", "X-Api-Key": "k1", "Accept": "json"},
+        "api_key": "plain",
+        "password": 12345,
+        "token": None,
+        "max_tokens": 10,
+        "items": ["ok", ("sk-abcdefghijklmnop",)],
+        "flag": True,
+        "ratio": 0.5,
+    }
+    assert redact(data, environ={}) == {
+        "headers": {"Authorization": REDACTED, "X-Api-Key": REDACTED, "Accept": "json"},
+        "api_key": REDACTED,
+        "password": REDACTED,
+        "token": None,
+        "max_tokens": 10,
+        "items": ["ok", [REDACTED]],
+        "flag": True,
+        "ratio": 0.5,
+    }
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "api_key",
+        "apiKey",
+        "API-KEY",
+        "x-api-key",
+        "authorization",
+        "access_token",
+        "client_secret",
+        "Cookie",
+    ],
+)
+def test_secret_keys(key: str) -> None:
+    assert is_secret_key(key)
+
+
+@pytest.mark.parametrize("key", ["max_tokens", "tokenizer", "keyword", "author", "secrets_count"])
+def test_ordinary_keys(key: str) -> None:
+    assert not is_secret_key(key)
+
+
+def test_other_objects_are_redacted_as_text() -> None:
+    class Thing:
+        def __str__(self) -> str:
+            return "thing with sk-abcdefghijklmnop"
+
+    assert redact(Thing(), environ={}) == f"thing with {REDACTED}"
+    assert redact(b"bytes sk-abcdefghijklmnop", environ={}) == f"bytes {REDACTED}"
+    assert redact({"s": {3, 1}}, environ={}) == {"s": [1, 3]}
