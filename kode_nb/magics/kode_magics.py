@@ -10,13 +10,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import (
+    Magics,
+    cell_magic,
+    line_cell_magic,
+    line_magic,
+    magics_class,
+    no_var_expand,
+)
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import CaselessStrEnum, Float, Int, TraitError, observe, validate
 
 if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
     from kode_nb.policy import ApprovalMode
+    from kode_nb.tools import Tool
+    from kode_nb.ui.agent_handle import AgentHandle
     from kode_nb.ui.handle import CallHandle
 
 __all__ = ["KodeMagics"]
@@ -223,3 +232,49 @@ class KodeMagics(Magics):
         self.approval_mode = mode
         self.session.policy.set_approval_mode(cast("ApprovalMode", mode))  # even if unchanged here
         print(f"Approval mode: {mode} ({APPROVAL_MODES[mode]})")
+
+    # ------------------------------------------------------------------ agents (agent_magics.py)
+
+    @no_var_expand  # `key=$var` and JSON are parsed by the magic
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> AgentHandle | Tool | None:
+        """Define a subagent from a cell, or run one.
+
+        ``%%agent NAME`` + YAML front matter (``description``, ``inputs``, ``tools``, ``model``,
+        ``max_turns``, ``time_limit``, ``max_depth``, ``label``) between ``---`` lines + the
+        system prompt registers it as a ``think`` tool other agents can call.
+        ``%agent NAME key=value ...`` runs it; the cell returns a handle at once (``await h``,
+        ``h.cancel()``, ``h.approve()``, ``h.show_trace()``) and shows the live view.
+        See :mod:`kode_nb.magics.agent_magics`.
+        """
+        from kode_nb.magics import agent_magics
+
+        assert self.shell is not None
+        if cell is None:
+            return agent_magics.agent_line(self.session, self.shell, line)
+        agent_magics.agent_cell(self.session, self.shell, line, cell)
+        return None
+
+    @magic_arguments()
+    @argument("--agent", help="run this registered agent (the text fills its one text input)")
+    @argument("--model", help="a model name, or $var: a Model or a function returning one")
+    @argument("--tools", help="comma-separated tools and selectors (default: every allowed tool)")
+    @argument("--max-turns", type=int, help="the most model calls")
+    @argument("--out", metavar="VAR", help="also store the handle in this notebook variable")
+    @no_var_expand
+    @cell_magic
+    def ask(self, line: str, cell: str) -> AgentHandle:
+        """Run an agent on the cell's text; returns a handle at once and shows the live view."""
+        from kode_nb.magics import agent_magics
+
+        assert self.shell is not None
+        args = parse_argstring(self.ask, line)
+        return agent_magics.ask_cell(self.session, self.shell, args, cell)
+
+    @no_var_expand
+    @line_magic
+    def model(self, line: str) -> None:
+        """Show or set the default model of agent runs: ``%model NAME``, ``%model $var``, ``%model none``."""
+        from kode_nb.magics import agent_magics
+
+        agent_magics.model_line(self.session, self.shell, line)

@@ -92,7 +92,11 @@ def tools_command(session: KodeSession, args: Any) -> None:
             raise UsageError(f"%tools show: {data}")
         from IPython.display import display
 
-        display({"application/json": data, "text/plain": json.dumps(data, indent=2)}, raw=True)
+        display(
+            {"application/json": data, "text/plain": json.dumps(data, indent=2)},
+            metadata={"application/json": {"expanded": True}},
+            raw=True,
+        )
         return
     if args.format:
         raise UsageError("%tools: --format goes with show: %tools show NAME --format FORMAT")

@@ -20,6 +20,7 @@ import contextlib
 import signal
 import threading
 import uuid
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,8 @@ class KodeSession:
         self.views: dict[str, Any] = {}
         """Live views of calls in flight, by call id."""
         self.handles: dict[str, CallHandle] = {}
+        self.runs: weakref.WeakSet[Any] = weakref.WeakSet()
+        """Agent runs started from the notebook (their handles); interrupts cancel them too."""
         """Handles of calls in flight, by call id."""
         self.cell_tools: dict[str, tuple[str, ...]] = {}
         """Tool names each ``%%tool`` cell defined, by cell id (to drop tools a re-run removed)."""
@@ -220,8 +223,9 @@ class KodeSession:
             view.loop.call_soon_threadsafe(view.on_event, event)
 
     def cancel_all(self, reason: str = "cancelled") -> int:
-        """Cancel every call in flight (thread-safe); returns how many."""
-        return int(self.executor.cancel(reason=reason))
+        """Cancel every agent run and call in flight (thread-safe); returns how many."""
+        runs = sum(1 for handle in list(self.runs) if handle.cancel(reason))
+        return runs + int(self.executor.cancel(reason=reason))
 
     # ------------------------------------------------------------------ interrupts
 

@@ -56,7 +56,7 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         )
         self.reason = W.Text(
             placeholder="reason for denying (optional, the model sees it)",
-            layout=W.Layout(width="22em"),
+            layout=W.Layout(width="30em"),
         )
         self.status = W.HTML(self._waiting_html())
         self.approve_button.on_click(lambda _b: self._clicked(approve(by=DECIDED_BY)))

@@ -74,6 +74,30 @@ class CallHandle:
             )
         return self._result
 
+    def approve(self, *, always: bool = False) -> bool:
+        """Approve the waiting request, exactly as the Approve button does.
+
+        Call it from a notebook cell (the kernel's loop thread). Returns False when nothing is
+        waiting for a decision (not asked yet, already decided, or no live prompt).
+        """
+        from kode_nb.approval import approve
+
+        prompt = self._waiting_prompt()
+        return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
+
+    def deny(self, reason: str | None = None) -> bool:
+        """Deny the waiting request (``reason`` goes to the model), as the Deny button does."""
+        from kode_nb.approval import deny
+
+        prompt = self._waiting_prompt()
+        return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))
+
+    def _waiting_prompt(self) -> Any:
+        prompt = getattr(self.view, "prompt", None)
+        if prompt is None or prompt.future.done():
+            return None
+        return prompt
+
     def cancel(self, reason: str = "cancelled from the notebook") -> bool:
         """Ask the executor to cancel the call; False if it had already finished."""
         if self._result is not None or self._cancel is None:

@@ -82,6 +82,8 @@ def clip(text: str, limit: int = MAX_HTML_TEXT) -> str:
 
 
 def fmt_duration(seconds: float) -> str:
+    if seconds <= 0:
+        return "not run"  # ended before the tool body started (bad arguments, denied...)
     if seconds < 0.001:
         return f"{seconds * 1e3:.2f} ms"
     if seconds < 1:

@@ -112,6 +112,24 @@ def test_the_tool_runs_after_approve_and_not_after_deny(
     assert types.startswith("['requested', 'approval_requested', 'approval_resolved'")
 
 
+def test_the_handle_decides_like_the_buttons(kernel: Kernel) -> None:
+    kernel.ok("h = %tool write_note path=h-approve.txt text=hi")
+    assert kernel.value("h.status") == "waiting for approval"
+    assert kernel.value("h.approve()") == "True"
+    assert kernel.value("h.approve()") == "False"  # already decided
+    kernel.ok("r = await h")
+    assert kernel.value("r.text") == "wrote h-approve.txt"
+    assert kernel.value("'h-approve.txt' in RAN") == "True"
+
+    kernel.ok("h = %tool write_note path=h-deny.txt text=hi")
+    assert kernel.value("h.deny('use another path')") == "True"
+    kernel.ok("r = await h")
+    assert kernel.value("r.status") == "denied"
+    assert "use another path" in kernel.value("r.text")
+    assert kernel.value("'h-deny.txt' in RAN") == "False"
+    assert kernel.value("h.approve()") == "False"  # finished: nothing is waiting
+
+
 def test_always_allow_skips_the_prompt_for_the_rest_of_the_session(kernel: Kernel) -> None:
     start = len(kernel.log)
     kernel.ok("h = %tool write_note path=always.txt text=hi")

@@ -1,0 +1,395 @@
+"""The MCP client: connect to a server, wrap its tools as kode_nb tools, keep the session alive.
+
+``conn = await connect("files", command=["python", "server.py"])`` (stdio) or
+``await connect("search", url="http://127.0.0.1:8931/mcp", headers={...})`` (streamable HTTP)
+returns an :class:`McpConnection`; ``conn.register()`` puts its tools in a registry. Each tool
+(category ``mcp``, group ``mcp_<server>``, kind from the annotations, see
+:mod:`kode_nb.mcp._convert`) validates its arguments with ``jsonschema`` against the server's
+``inputSchema`` (exactly as declared: no restriction is added) before anything is sent, and runs
+through the :class:`~kode_nb.Executor` like any tool: policy, approval, timeout, cancellation.
+
+**One owner task per session.** The SDK's transports and ``ClientSession`` are anyio context
+managers whose cancel scopes must be entered and exited by the same task, so each session is
+opened, held and closed by one long-lived task on the event loop that connected it (an
+``AsyncExitStack`` in ``McpConnection._own``). Calls are made from the callers' own tasks on that
+loop, so cancelling a call (executor timeout, ``Executor.cancel``, an interrupt) cancels the
+request, and the SDK sends ``notifications/cancelled`` to the server.
+
+**Failures.** Progress notifications become ``ctx.on_update("[3/5] message\\n")`` lines.
+``isError`` results are error results with the server's message. When the server crashes or the
+connection drops, the call returns an error result from :class:`McpServerUnavailableError`
+(with the tail of a stdio server's stderr), the dead session is torn down, and the next call
+starts a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import math
+import tempfile
+from typing import Any, TextIO, cast
+
+import anyio
+import httpx2
+import mcp_types as mt
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from kode_nb import __version__
+from kode_nb.define import define_tool
+from kode_nb.errors import ConfigurationError, ToolDefinitionError, ToolError
+from kode_nb.mcp._convert import (
+    from_mcp_result,
+    kind_from_annotations,
+    progress_text,
+    tool_name_for,
+)
+from kode_nb.mcp._links import Link, LinkState, describe_error
+from kode_nb.mcp._registration import register_tools, unregister_tools
+from kode_nb.mcp.config import McpServerConfig
+from kode_nb.mcp.errors import McpConnectionError, McpServerUnavailableError
+from kode_nb.registry import ToolRegistry, default_registry
+from kode_nb.tools import Tool
+from kode_nb.types import ToolContext, ToolResult, normalize_name
+
+__all__ = ["McpConnection", "McpConnectionError", "McpServerUnavailableError", "connect"]
+
+log = logging.getLogger("kode_nb.mcp")
+
+_CLIENT_INFO = mt.Implementation(name="kode_nb", version=__version__)
+_MAX_PAGES = 100
+
+
+class McpConnection:
+    """A connection to one MCP server and the kode_nb tools wrapping the server's tools."""
+
+    def __init__(self, config: McpServerConfig) -> None:
+        if not isinstance(config, McpServerConfig):
+            raise ConfigurationError(f"McpConnection needs an McpServerConfig, got {config!r}")
+        self.config = config
+        """How the server is reached."""
+        self._link: Link | None = None
+        self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._tools: dict[str, Tool] = {}
+        self._registrations: dict[int, tuple[ToolRegistry, bool | None]] = {}
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def connected(self) -> bool:
+        """A session is open (it may still turn out dead on the next call)."""
+        return self._link is not None and self._link.state is LinkState.OPEN
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The wrapped tools from the last listing, with their unprefixed names."""
+        return list(self._tools.values())
+
+    @property
+    def server_info(self) -> mt.Implementation | None:
+        """The server's name and version from the handshake."""
+        link = self._link
+        return link.init.server_info if link is not None and link.init is not None else None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's usage instructions from the handshake, if it sent any."""
+        link = self._link
+        return link.init.instructions if link is not None and link.init is not None else None
+
+    def stderr(self) -> str:
+        """What a stdio server wrote to stderr in its current (or last) session."""
+        return self._link.stderr_text() if self._link is not None else ""
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "connected" if self.connected else "not connected"
+        return (
+            f"McpConnection({self.name!r}, {self.config.transport} {self.config.describe()!r}, "
+            f"{len(self._tools)} tools, {state})"
+        )
+
+    # ----------------------------------------------------------------- lifecycle
+
+    async def open(self) -> McpConnection:
+        """Start the session (if none is open) and list the tools. Returns ``self``."""
+        self._closed = False
+        await self._session_link()
+        await self.list_tools()
+        return self
+
+    async def reconnect(self) -> McpConnection:
+        """Close the current session, open a new one and list the tools again."""
+        link, self._link = self._link, None
+        if link is not None:
+            await link.close()
+        return await self.open()
+
+    async def disconnect(self) -> None:
+        """Unregister the tools and close the session (stops a stdio server). Idempotent."""
+        self._closed = True
+        self.unregister()
+        link, self._link = self._link, None
+        if link is not None:
+            await link.close()
+
+    async def __aenter__(self) -> McpConnection:
+        if not self.connected:
+            await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.disconnect()
+
+    async def _session_link(self) -> Link:
+        """The open session, starting one if needed; raises :class:`McpConnectionError`."""
+        loop = asyncio.get_running_loop()
+        link = self._link
+        if link is not None and link.state is LinkState.OPEN and link.loop is loop:
+            return link
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop
+        async with self._lock:
+            link = self._link
+            if link is not None and link.loop is not loop and not link.loop.is_closed():
+                raise McpConnectionError(
+                    self.name,
+                    "the connection is open on another event loop; use it from that loop",
+                )
+            if link is not None and link.state is LinkState.OPEN and link.loop is loop:
+                return link
+            if link is not None:
+                await link.close()
+            link = self._link = Link(self.config, self._own)
+            await link.start()
+            return link
+
+    async def _own(self, link: Link) -> None:
+        """The owner task: enter the transport and the session, wait, exit them (same task)."""
+        cfg = self.config
+        with anyio.CancelScope() as scope:
+            link.scope = scope
+            scope.deadline = anyio.current_time() + cfg.connect_timeout
+            async with contextlib.AsyncExitStack() as stack:
+                if cfg.command:
+                    # Closed by Link.close(): it outlives the session, for the error message.
+                    link.stderr_file = tempfile.TemporaryFile(  # noqa: SIM115
+                        mode="a+", encoding="utf-8", errors="replace"
+                    )
+                    params = StdioServerParameters(
+                        command=cfg.command[0], args=list(cfg.command[1:]),
+                        env=dict(cfg.env) or None, cwd=cfg.cwd,
+                    )  # fmt: skip
+                    errlog = cast(TextIO, link.stderr_file)
+                    read, write = await stack.enter_async_context(stdio_client(params, errlog))
+                else:
+                    client = httpx2.AsyncClient(
+                        headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+                    )
+                    await stack.enter_async_context(client)
+                    read, write = await stack.enter_async_context(
+                        streamable_http_client(str(cfg.url), http_client=client)
+                    )
+                session = ClientSession(read, write, client_info=_CLIENT_INFO)
+                await stack.enter_async_context(session)
+                link.init = await session.initialize()
+                scope.deadline = math.inf
+                link.opened(session)
+                await link.stop.wait()
+        if scope.cancelled_caught and link.state is LinkState.STARTING:
+            link.reason = link.reason or (
+                f"no handshake within {cfg.connect_timeout:g} s (connect_timeout)"
+                if not link.aborted
+                else "the connection attempt was abandoned"
+            )
+
+    # ----------------------------------------------------------------- tools
+
+    async def list_tools(self) -> list[Tool]:
+        """Ask the server for its tools, rebuild :attr:`tools`, update registered copies."""
+        link = await self._session_link()
+        assert link.session is not None
+        listing: list[mt.Tool] = []
+        cursor: str | None = None
+        try:
+            for _ in range(_MAX_PAGES):
+                params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await link.session.list_tools(params=params)
+                listing.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except (MCPError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            reason = await link.lost(describe_error(exc))
+            raise McpConnectionError(self.name, f"listing its tools failed: {reason}") from None
+        tools: dict[str, Tool] = {}
+        for item in listing:
+            tool = self._wrap(item, taken=tools)
+            tools[tool.key] = tool
+        self._tools = tools
+        for registry, prefix in list(self._registrations.values()):
+            register_tools(tools.values(), registry, self.name, prefix)
+        return self.tools
+
+    def _wrap(self, item: mt.Tool, *, taken: dict[str, Tool]) -> Tool:
+        mcp_name = item.name
+        connection = self
+
+        async def call_mcp_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            return await connection._call(mcp_name, arguments, ctx)
+
+        name = base = tool_name_for(mcp_name)
+        n = 2
+        while normalize_name(name) in taken:  # two MCP names that normalize alike
+            name, n = f"{base[:60]}_{n}", n + 1
+        ann = item.annotations
+        metadata: dict[str, Any] = {
+            "mcp_server": self.name,
+            "mcp_tool": mcp_name,
+            "mcp_annotations": ann.model_dump(by_alias=True, exclude_none=True) if ann else {},
+        }
+        if item.output_schema is not None:
+            metadata["mcp_output_schema"] = item.output_schema
+        options: dict[str, Any] = dict(
+            name=name, description=item.description or "",
+            label=item.title or (ann.title if ann is not None else None) or "",
+            kind=kind_from_annotations(ann), category="mcp", groups=(f"mcp_{self.name}",),
+            timeout=self.config.timeout, can_update_output=True, registry=None,
+        )  # fmt: skip
+        schema = copy.deepcopy(item.input_schema)
+        schema.setdefault("type", "object")
+        try:
+            tool = define_tool(call_mcp_tool, parameters=schema, metadata=metadata, **options)
+        except ToolDefinitionError as exc:
+            log.warning("MCP server %r: tool %r has an unusable inputSchema (%s); its arguments "
+                        "are checked to be an object only", self.name, mcp_name, exc)  # fmt: skip
+            metadata["mcp_schema_problem"] = str(exc)
+            tool = define_tool(
+                call_mcp_tool, parameters={"type": "object"}, metadata=metadata, **options
+            )
+        return tool.evolve(source=f"mcp:{self.name}/{mcp_name}")
+
+    def _unavailable(self, tool: str, reason: str) -> McpServerUnavailableError:
+        if self._closed:
+            return McpServerUnavailableError(
+                tool, self.name, "disconnect() was called", disconnected=True
+            )
+        return McpServerUnavailableError(tool, self.name, reason)
+
+    async def _call(self, mcp_name: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        if self._closed:
+            raise self._unavailable(ctx.tool, "")
+        try:
+            link = await self._session_link()
+        except McpConnectionError as exc:
+            raise self._unavailable(ctx.tool, exc.reason) from None
+        session = link.session
+        assert session is not None
+        finished = False
+        on_update = ctx.on_update
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            if not finished:
+                on_update(progress_text(progress, total, message))
+
+        try:
+            result = await session.call_tool(mcp_name, arguments, progress_callback=progress)
+        except MCPError as exc:
+            if exc.code == mt.CONNECTION_CLOSED:
+                reason = await link.lost(
+                    "the server process ended the connection (did it exit?)"
+                    if self.config.command
+                    else "the connection closed"
+                )
+                raise self._unavailable(ctx.tool, reason) from None
+            raise ToolError(
+                ctx.tool,
+                f"MCP server '{self.name}' answered the call to '{mcp_name}' with error "
+                f"{exc.code}: {exc.message}",
+            ) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            reason = await link.lost(describe_error(exc))
+            raise self._unavailable(ctx.tool, reason) from None
+        except RuntimeError as exc:  # the SDK's checks of the result (e.g. structured content)
+            raise ToolError(
+                ctx.tool, f"MCP server '{self.name}', tool '{mcp_name}': {exc}"
+            ) from None
+        finally:
+            finished = True
+        return from_mcp_result(result, server=self.name, tool=ctx.tool, mcp_tool=mcp_name)
+
+    # ----------------------------------------------------------------- registration
+
+    def register(
+        self, registry: ToolRegistry | None = None, *, prefix: bool | None = None
+    ) -> list[Tool]:
+        """Register the tools in ``registry`` (default: the current one); returns them.
+
+        ``prefix=None`` (auto) names a tool ``<server>_<tool>`` only when its name is taken by
+        another tool (a notebook tool, another server's); ``True`` prefixes all, ``False``
+        none (a clash then raises :class:`~kode_nb.DuplicateToolError`). Re-registering (and
+        every :meth:`list_tools` later) keeps the registry in step with the server's list.
+        """
+        target = registry if registry is not None else default_registry()
+        if not isinstance(target, ToolRegistry):
+            raise ConfigurationError(f"register() needs a ToolRegistry, got {target!r}")
+        if prefix is not None and not isinstance(prefix, bool):
+            raise ConfigurationError(f"prefix must be True, False or None (auto), got {prefix!r}")
+        tools = register_tools(self._tools.values(), target, self.name, prefix)
+        self._registrations[id(target)] = (target, prefix)
+        return tools
+
+    def unregister(self, registry: ToolRegistry | None = None) -> list[str]:
+        """Remove this server's tools from ``registry`` (default: every registry they were
+        registered in); returns the names removed."""
+        targets = (
+            [registry] if registry is not None else [r for r, _ in self._registrations.values()]
+        )
+        removed: list[str] = []
+        for target in targets:
+            removed += unregister_tools(target, self.name)
+            self._registrations.pop(id(target), None)
+        return removed
+
+
+async def connect(
+    name: str | McpServerConfig,
+    *,
+    command: list[str] | tuple[str, ...] | str | None = None,
+    url: str | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109 - the tools' call timeout, not this call's
+    connect_timeout: float = 30.0,
+) -> McpConnection:
+    """Connect to an MCP server and list its tools; returns the open :class:`McpConnection`.
+
+    Give ``command`` (stdio: the program and its arguments, run with ``env`` in ``cwd``) or
+    ``url`` (streamable HTTP, with ``headers``), or an :class:`McpServerConfig` as ``name``.
+    ``timeout`` is each tool call's limit (default: the executor's). Raises
+    :class:`McpConnectionError` when the server cannot be started or does not answer.
+    """
+    if isinstance(name, McpServerConfig):
+        config = name
+    else:
+        config = McpServerConfig(
+            name=name, command=cast(Any, command or ()), url=url, env=env or {}, cwd=cwd,
+            headers=headers or {}, timeout=timeout, connect_timeout=connect_timeout,
+        )  # fmt: skip
+    connection = McpConnection(config)
+    try:
+        return await connection.open()
+    except BaseException:
+        await asyncio.shield(connection.disconnect())
+        raise

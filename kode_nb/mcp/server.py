@@ -1,0 +1,370 @@
+"""Serve a registry's tools over MCP: streamable HTTP on 127.0.0.1, or stdio for scripts.
+
+``handle = await serve(registry, tools=["read_*", "search"])`` starts a streamable HTTP server
+at ``handle.url`` (``http://127.0.0.1:<port>/mcp``) **on the running event loop**: a uvicorn
+server runs in a task of that loop (no thread), so in a notebook the kernel's loop serves it
+and tool calls run exactly as the notebook's own calls do. ``await handle.aclose()`` (or
+``handle.stop()``, which frees the port at once) stops it. ``await serve_stdio(registry)`` serves
+over stdin/stdout until the client closes them (for a script run by an MCP client).
+
+What is served, and how:
+
+* the tools whose name matches one of the ``tools`` fnmatch patterns (all when ``None``),
+  looked up at each request, so tools defined later appear (``notifications/tools/list_changed``
+  is not sent: clients list again when they want);
+* each tool's schema and annotations via :func:`kode_nb.formats.mcp_tool` (kinds → hints);
+* every call goes through ``executor`` (default: a new :class:`~kode_nb.Executor` on the
+  registry with the default :class:`~kode_nb.Policy`), so policy and approval apply: a tool that
+  must ask is put to the executor's approver, and without one the call is denied and the client
+  gets an ``isError`` result saying so;
+* a tool's updates (``ctx.on_update``, yields) become progress notifications (``progress`` =
+  update count, ``message`` = the update as text) when the client asked for progress;
+* results: text and images as they are, JSON blocks as text (one JSON object also as
+  ``structuredContent``), errors with ``isError``; a client's ``notifications/cancelled``
+  cancels the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import ipaddress
+import json
+import socket
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import anyio
+import mcp_types as mt
+import uvicorn
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from kode_nb import __version__, formats
+from kode_nb.errors import ConfigurationError
+from kode_nb.executor import Executor
+from kode_nb.mcp._convert import to_mcp_result
+from kode_nb.registry import ToolRegistry, default_registry
+from kode_nb.tools import Tool
+
+__all__ = ["McpServerHandle", "serve", "serve_stdio"]
+
+_END = object()
+_MAX_MESSAGE = 2000
+_STARTUP_TIMEOUT = 10.0
+
+
+class _Tools:
+    """The served selection of a registry, and the calls made to it."""
+
+    def __init__(self, registry: ToolRegistry, patterns: Sequence[str] | None, executor: Executor):
+        self.registry = registry
+        self.patterns = tuple(patterns) if patterns is not None else None
+        self.executor = executor
+
+    def selected(self) -> list[Tool]:
+        return [t for t in self.registry.list() if self.matches(t)]
+
+    def matches(self, tool: Tool) -> bool:
+        if self.patterns is None:
+            return True
+        return any(
+            fnmatch.fnmatchcase(tool.name, p) or fnmatch.fnmatchcase(tool.key, p.lower())
+            for p in self.patterns
+        )
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        return mt.ListToolsResult(
+            tools=[mt.Tool.model_validate(formats.mcp_tool(t)) for t in self.selected()]
+        )
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        tool = self.registry.get(params.name)
+        if tool is None or not self.matches(tool):
+            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        updates: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def forward() -> None:
+            count = 0
+            while (item := await updates.get()) is not _END:
+                count += 1
+                await ctx.session.report_progress(count, None, _message(item))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            try:
+                result = await self.executor.call(
+                    tool.name, params.arguments or {}, on_update=updates.put_nowait
+                )
+            finally:
+                updates.put_nowait(_END)
+        return to_mcp_result(result)
+
+    def server(self, name: str) -> Server[Any]:
+        return Server(
+            name,
+            version=__version__,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+        )
+
+
+def _message(update: Any) -> str:
+    if isinstance(update, str):
+        text = update
+    else:
+        text = json.dumps(update, ensure_ascii=False, default=str)
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+def _prepare(
+    registry: ToolRegistry | None,
+    tools: Sequence[str] | str | None,
+    executor: Executor | None,
+) -> tuple[_Tools, bool]:
+    """The selection to serve, and whether the executor was made here (and must be closed)."""
+    if executor is not None and not isinstance(executor, Executor):
+        raise ConfigurationError(f"serve(executor=...) needs an Executor, got {executor!r}")
+    if registry is not None and not isinstance(registry, ToolRegistry):
+        raise ConfigurationError(f"serve() needs a ToolRegistry, got {registry!r}")
+    if registry is None:
+        found = executor.registry if executor is not None else default_registry()
+        if not isinstance(found, ToolRegistry):
+            raise ConfigurationError("serve() needs a ToolRegistry; pass registry=...")
+        registry = found
+    if executor is not None and executor.registry is not registry:
+        raise ConfigurationError(
+            "serve(): the executor runs tools from another registry; pass "
+            "Executor(registry) for the registry you serve"
+        )
+    if isinstance(tools, str):
+        tools = [tools]
+    if tools is not None:
+        tools = list(tools)
+        bad = [p for p in tools if not isinstance(p, str) or not p.strip()]
+        if bad:
+            raise ConfigurationError(
+                f"serve(tools=...) takes tool name patterns like 'read_*', got {bad[0]!r}"
+            )
+    made = executor is None
+    return _Tools(registry, tools, executor or Executor(registry)), made
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+class _Uvicorn(uvicorn.Server):
+    """A uvicorn server that leaves the process's signal handlers alone (a kernel owns them)
+    and says when it has started."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+
+class McpServerHandle:
+    """A running MCP HTTP server; stop it with :meth:`aclose` (or :meth:`stop`)."""
+
+    def __init__(
+        self, *, server: _Uvicorn, task: asyncio.Task[None], tools: _Tools, host: str,
+        port: int, path: str, owns_executor: bool,
+    ) -> None:  # fmt: skip
+        self._server = server
+        self._task = task
+        self._tools = tools
+        self._owns_executor = owns_executor
+        self._loop = asyncio.get_running_loop()
+        self.host = host
+        """The address it listens on."""
+        self.port = port
+        """The port it listens on."""
+        self.url = f"http://{_url_host(host)}:{port}{path}"
+        """The endpoint to give MCP clients."""
+
+    @property
+    def registry(self) -> ToolRegistry:
+        return self._tools.registry
+
+    @property
+    def executor(self) -> Executor:
+        """The executor every call goes through."""
+        return self._tools.executor
+
+    @property
+    def patterns(self) -> tuple[str, ...] | None:
+        """The tool name patterns served (``None``: all tools)."""
+        return self._tools.patterns
+
+    @property
+    def running(self) -> bool:
+        return not self._task.done()
+
+    def tool_names(self) -> list[str]:
+        """The names served right now."""
+        return [t.name for t in self._tools.selected()]
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"McpServerHandle({self.url!r}, {len(self.tool_names())} tools, {state})"
+
+    def stop(self) -> None:
+        """Stop listening now (the port is free when this returns, if called on the server's
+        loop thread) and finish open requests in the background. Thread-safe; idempotent."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._stop_now()
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._stop_now)
+
+    def _stop_now(self) -> None:
+        server = self._server
+        server.should_exit = True
+        for listener in getattr(server, "servers", ()):
+            listener.close()
+        if self._owns_executor:
+            self._tools.executor.close()
+
+    async def aclose(self) -> None:
+        """Stop and wait until the server has shut down."""
+        self.stop()
+        await asyncio.wait({self._task})
+
+    async def __aenter__(self) -> McpServerHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def serve(
+    registry: ToolRegistry | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    tools: Sequence[str] | str | None = None,
+    executor: Executor | None = None,
+    name: str = "kode_nb",
+    path: str = "/mcp",
+    allow_remote: bool = False,
+) -> McpServerHandle:
+    """Serve ``registry`` (default: the current one) over streamable HTTP; see the module doc.
+
+    ``port=0`` picks a free port (``handle.port``). A host other than loopback needs
+    ``allow_remote=True``: served tools run in this process with its permissions.
+    """
+    selection, owns = _prepare(registry, tools, executor)
+    if not isinstance(host, str) or not host:
+        raise ConfigurationError(f"serve(host=...) must be an address string, got {host!r}")
+    if not _is_loopback(host) and not allow_remote:
+        raise ConfigurationError(
+            f"serve(host={host!r}) would expose the tools beyond this machine; serve on "
+            "127.0.0.1, or pass allow_remote=True if that is what you want"
+        )
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigurationError(
+            f"serve(port=...) must be 0..65535 (0: any free port), got {port!r}"
+        )
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ConfigurationError(f"serve(path=...) must start with '/', got {path!r}")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if owns:
+            selection.executor.close()
+        raise OSError(
+            exc.errno, f"serve(): cannot listen on {host}:{port}: {exc.strerror}"
+        ) from None
+    bound = int(sock.getsockname()[1])
+    app = selection.server(name).streamable_http_app(streamable_http_path=path, host=host)
+    config = uvicorn.Config(
+        app, log_config=None, log_level="warning", access_log=False, lifespan="on",
+        ws="none", timeout_graceful_shutdown=1,
+    )  # fmt: skip
+    server = _Uvicorn(config)
+    task = asyncio.get_running_loop().create_task(
+        _run(server, sock), name=f"kode_nb-mcp-serve-{bound}"
+    )
+    handle = McpServerHandle(
+        server=server, task=task, tools=selection, host=host, port=bound, path=path,
+        owns_executor=owns,
+    )  # fmt: skip
+    ready = asyncio.ensure_future(server.ready.wait())
+    try:
+        await asyncio.wait(
+            {ready, task}, timeout=_STARTUP_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        ready.cancel()
+    if not server.started:
+        await handle.aclose()
+        raise RuntimeError(f"serve(): the MCP server on {host}:{bound} did not start")
+    return handle
+
+
+async def _run(server: _Uvicorn, sock: socket.socket) -> None:
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit:  # uvicorn's way of failing a startup; serve() reports it
+        pass
+    finally:
+        sock.close()
+
+
+# --------------------------------------------------------------------------- stdio
+
+
+async def serve_stdio(
+    registry: ToolRegistry | None = None,
+    *,
+    tools: Sequence[str] | str | None = None,
+    executor: Executor | None = None,
+    name: str = "kode_nb",
+) -> None:
+    """Serve ``registry`` over this process's stdin/stdout until the client closes stdin.
+
+    For a script an MCP client runs: ``asyncio.run(serve_stdio(registry))``. While serving,
+    the process's stdout is reserved for the protocol (prints go to stderr).
+    """
+    selection, owns = _prepare(registry, tools, executor)
+    server = selection.server(name)
+    try:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        if owns:
+            selection.executor.close()

@@ -1,0 +1,190 @@
+"""A run's :class:`~kode_nb.agents.Trace` as collapsible HTML (``<details>``) and as a text tree.
+
+Every span is one ``<details>``: its summary line holds the kind, the name, the status, the
+duration and the tokens; opening it shows what the span recorded (the prompt and the answer of
+a run, the response of a model call, the arguments, result and approval events of a tool call)
+and its children, so a subagent's run nests under the tool call that ran it. The trace is
+redacted when it is recorded (:func:`kode_nb.agents.redact`), and every value is HTML-escaped
+here. No widgets: these strings are saved in the notebook and read by nbconvert and nbval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
+
+if TYPE_CHECKING:
+    from kode_nb.agents.trace import Span, Trace
+
+__all__ = ["TraceDisplay", "span_tokens", "trace_html", "trace_text"]
+
+_ICONS = {"run": "agent", "turn": "", "model_call": "model", "tool_call": "tool"}
+_MUTED = "color:var(--jp-ui-font-color2,#666)"
+_TEXT_LIMIT = 4000
+"""Characters of one value shown in the HTML (the tail is kept; the JSON has everything)."""
+
+
+def span_tokens(span: Span) -> tuple[int, int] | None:
+    """``(input, output)`` tokens of a model call, or of a run (its own model calls)."""
+    usage = span.attributes.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+
+
+def _status(span: Span) -> str:
+    status = "ok" if span.status in ("ok", "completed") else span.status
+    return status_badge(status, span.status.replace("_", " "))
+
+
+def _duration(span: Span) -> str:
+    return "running" if span.duration is None else fmt_duration(span.duration)
+
+
+def _summary(span: Span) -> str:
+    parts = [
+        f'<span style="{_MUTED}">{_ICONS.get(span.kind, "")}</span> <b>{esc(span.name)}</b>',
+        _status(span),
+        f'<span style="{_MUTED}">{esc(_duration(span))}</span>',
+    ]
+    tokens = span_tokens(span)
+    if tokens is not None:
+        parts.append(f'<span style="{_MUTED}">{tokens[0]} in / {tokens[1]} out tokens</span>')
+    return " ".join(parts)
+
+
+def _pre(label: str, value: Any) -> str:
+    if value is None or value == "" or value == {} or value == []:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+    return (
+        f'<div style="{_MUTED};font-size:11px;margin-top:2px">{esc(label)}</div>'
+        f'<pre style="{PRE};max-height:14em">{esc(clip(text, _TEXT_LIMIT))}</pre>'
+    )
+
+
+def _events_html(span: Span) -> str:
+    shown = []
+    for event in span.events:
+        attrs = event.get("attributes") or {}
+        name = str(event.get("name", ""))
+        if name in ("approval_requested", "approval_resolved", "failed", "cancelled", "timed_out"):
+            extra = ", ".join(f"{k}={v}" for k, v in attrs.items() if v not in (None, "", False))
+            shown.append(f"<code>{esc(name)}</code> {esc(extra)}")
+    if not shown:
+        return ""
+    return f'<div style="font-size:12px">{"<br>".join(shown)}</div>'
+
+
+def _body(span: Span, open_levels: int) -> str:
+    a = span.attributes
+    parts: list[str] = []
+    if span.kind == "run":
+        parts.append(f'<div style="{_MUTED};font-size:12px">model <code>{esc(a.get("model", ""))}</code>'
+                     f' · tools {esc(", ".join(a.get("tools") or []) or "none")}'
+                     f' · depth {esc(a.get("depth", 0))}</div>')  # fmt: skip
+        parts.append(_pre("prompt", a.get("prompt")))
+    elif span.kind == "model_call":
+        response = a.get("response") or {}
+        parts.append(_pre("text", response.get("text")))
+        calls = [f"{c.get('name')}({c.get('arguments')})" for c in response.get("tool_calls") or []]
+        parts.append(_pre("tool calls", "\n".join(calls)))
+    elif span.kind == "tool_call":
+        parts.append(_pre("arguments", a.get("arguments")))
+        parts.append(_events_html(span))
+    if span.error and span.kind != "tool_call":
+        parts.append(_pre("error", span.error))
+    parts.extend(_span_html(child, open_levels=open_levels) for child in span.children)
+    if span.kind == "tool_call":
+        result = a.get("result") or {}
+        parts.append(_pre(f"result ({result.get('status', '?')})", result.get("text")))
+    if span.kind == "run" and "output" in a:
+        parts.append(_pre("output", a.get("output")))
+    return "".join(parts)
+
+
+def _span_html(span: Span, *, open_levels: int) -> str:
+    opened = " open" if open_levels > 0 and span.kind != "model_call" else ""
+    if span.kind == "turn":  # a turn is its children; keep it light
+        inner = "".join(_span_html(c, open_levels=open_levels - 1) for c in span.children)
+        return (
+            f'<details{opened} style="margin-left:10px"><summary>{_summary(span)}</summary>'
+            f"{inner}</details>"
+        )
+    return (
+        f'<details{opened} style="margin-left:10px"><summary>{_summary(span)}</summary>'
+        f'<div style="margin-left:8px">{_body(span, open_levels - 1)}</div></details>'
+    )
+
+
+def trace_html(trace: Trace, *, open_levels: int = 0) -> str:
+    """The whole trace as nested ``<details>`` (the top ``open_levels`` levels open)."""
+    root = trace.root
+    spans = trace.spans()
+    calls = sum(1 for s in spans if s.kind == "tool_call")
+    models = sum(1 for s in spans if s.kind == "model_call")
+    head = (
+        f'<summary><b>Trace</b> <span style="{_MUTED}">{len(spans)} spans · {models} model '
+        f"call{'s' if models != 1 else ''} · {calls} tool call{'s' if calls != 1 else ''}"
+        f"</span></summary>"
+    )
+    opened = " open" if open_levels > 0 else ""
+    body = _span_html(root, open_levels=open_levels - 1)
+    return f'<div style="{BOX}"><details{opened}>{head}{body}</details></div>'
+
+
+def _line(span: Span) -> str:
+    tokens = span_tokens(span)
+    text = f"{span.name} [{span.status}] {_duration(span)}"
+    if tokens is not None:
+        text += f" · {tokens[0]} in / {tokens[1]} out tokens"
+    a = span.attributes
+    if span.kind == "tool_call":
+        args = json.dumps(a.get("arguments", {}), ensure_ascii=False)
+        result = (a.get("result") or {}).get("text", "")
+        text += f"  {clip(args, 120)} → {_short(str(result))}"
+    return text
+
+
+def _short(text: str, limit: int = 100) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def trace_text(trace: Trace) -> str:
+    """The trace as an indented tree, one line per span (turn spans folded)."""
+    lines: list[str] = []
+
+    def walk(span: Span, depth: int) -> None:
+        if span.kind == "turn":
+            for child in span.children:
+                walk(child, depth)
+            return
+        lines.append("  " * depth + _line(span))
+        for child in span.children:
+            walk(child, depth + 1)
+
+    walk(trace.root, 0)
+    return "\n".join(lines)
+
+
+class TraceDisplay:
+    """Displays a trace: collapsible HTML, and the text tree for plain front ends."""
+
+    def __init__(self, trace: Trace, *, open_levels: int = 6) -> None:
+        self.trace = trace
+        """The trace shown."""
+        self.open_levels = open_levels
+        """How many levels start open."""
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return {
+            "text/html": trace_html(self.trace, open_levels=self.open_levels),
+            "text/plain": trace_text(self.trace),
+        }
+
+    def __repr__(self) -> str:
+        return trace_text(self.trace)

@@ -1,0 +1,81 @@
+"""Helpers for the MCP tests: the test servers (real MCP servers, run as subprocesses) and polling.
+
+The servers live in ``tests/mcp/servers/``: ``toolbox.py`` (written with the SDK's MCPServer,
+stdio or HTTP) and ``kode_stdio.py`` (kode_nb tools served with ``serve_stdio``).
+
+This directory has neither ``__init__.py`` (a test package named ``mcp`` would shadow the SDK)
+nor ``conftest.py`` (a second module named ``conftest`` would shadow ``tests/conftest.py`` for
+``from conftest import ...``); test modules import this module instead. Importing it skips
+the importing test module when the MCP SDK is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp.client", reason="the MCP SDK is not installed (pip install 'mcp>=2.3')")
+
+SERVERS = Path(__file__).parent / "servers"
+TOOLBOX = str(SERVERS / "toolbox.py")
+KODE_STDIO = str(SERVERS / "kode_stdio.py")
+
+
+def toolbox_command(record: Path | None = None, name: str = "toolbox") -> list[str]:
+    """The command line of the toolbox server over stdio."""
+    command = [sys.executable, TOOLBOX, "--name", name]
+    if record is not None:
+        command += ["--record", str(record)]
+    return command
+
+
+class HttpServer:
+    """A toolbox server process serving streamable HTTP on 127.0.0.1."""
+
+    def __init__(self, record: Path | None = None, port: int = 0) -> None:
+        command = [sys.executable, TOOLBOX, "--http", "--port", str(port)]
+        if record is not None:
+            command += ["--record", str(record)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("PORT "):
+            self.kill()
+            raise RuntimeError(f"the HTTP test server did not start (said {line!r})")
+        self.port = int(line.split()[1])
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def read_record(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+async def wait_for(
+    check: Callable[[], Any], *, timeout: float = 10.0, what: str = "the condition"
+) -> Any:
+    """Poll ``check()`` until it returns something truthy (the server writes asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)
