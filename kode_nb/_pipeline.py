@@ -2,30 +2,24 @@
 
 :class:`ExecutorCore` holds the executor's settings and runs policy → validation → approval →
 slots → the tool body under its timeout, and turns every ending into a :class:`ToolResult`
-(emitting the terminal event and recording stats exactly once). The public surface, and the
-rules it follows, are in :mod:`kode_nb.executor`.
+(emitting the terminal event and recording stats exactly once); worker threads, limits and
+timeouts are :class:`kode_nb._control.CallControl`'s. The public surface, and the rules it
+follows, are in :mod:`kode_nb.executor`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import inspect
-import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kode_nb._builders import make_result, text_block
+from kode_nb._control import PLAIN, CallControl, thread_note
 from kode_nb._plans import ApproverLike, LoopSlots, Plan, PolicyLike, RegistryLike
 from kode_nb._results import convert_value, exception_outcome
-from kode_nb._running import (
-    CallState,
-    decide,
-    drive_async_gen,
-    drive_gen,
-    preview_text,
-)
+from kode_nb._running import CallState, decide, preview_text
 from kode_nb._threads import DaemonThreadPool
 from kode_nb.approval import ApprovalRequest
 from kode_nb.errors import ToolNotFoundError, ToolTimeoutError, ToolValidationError
@@ -41,15 +35,26 @@ from kode_nb.events import (
     InvalidArguments,
 )
 from kode_nb.tools import Tool
-from kode_nb.types import ResultStatus, TextBlock, ToolCategory, ToolContext, ToolResult
+from kode_nb.types import ResultStatus, TextBlock, ToolResult
 
 __all__ = ["ExecutorCore"]
 
 _perf = time.perf_counter
 _wall = time.time
+_Policy: type | None = None
 
 
-class ExecutorCore:
+def _policy_class() -> type:
+    """:class:`kode_nb.policy.Policy` (imported on first use: the executor may get another)."""
+    global _Policy
+    if _Policy is None:
+        from kode_nb.policy import Policy
+
+        _Policy = Policy
+    return _Policy
+
+
+class ExecutorCore(CallControl):
     """Settings and per-call machinery; :class:`kode_nb.Executor` adds the public API."""
 
     policy: PolicyLike
@@ -68,9 +73,11 @@ class ExecutorCore:
 
     # ----------------------------------------------------------------- steps before running
 
-    async def _pipeline(
-        self, st: CallState, tool: Tool, arguments: Any, approver: ApproverLike | None
-    ) -> ToolResult:
+    def _check(
+        self, st: CallState, tool: Tool, arguments: Any
+    ) -> ToolResult | tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+        """Policy, validation and the approval decision (no await): a result ends the call,
+        else ``(kwargs, json_args, why)``; ``why`` (the policy's reason) only if it must ask."""
         plan: Plan = st.plan
         policy = self.policy
         name = plan.name
@@ -88,22 +95,28 @@ class ExecutorCore:
         except Exception as exc:
             message = f"Invalid arguments for tool '{name}': {exc}"
             return self._fail(st, "invalid_arguments", message, exc)
+        json_args: dict[str, Any] | None = None
         try:
-            json_args = plan.dump(kwargs)
-            decision, why = policy.approval_for(tool, json_args)
+            if (
+                plan.rule_free
+                and type(policy) is _policy_class()
+                and "approval_for" not in policy.__dict__
+            ):  # Policy.approval_for reads the arguments only for a predicate rule: no dump
+                decision, why = policy.approval_for(tool, None)  # type: ignore[arg-type]
+                if decision == "ask" or self.bus.active:
+                    json_args = plan.dump(kwargs)
+            else:
+                json_args = plan.dump(kwargs)
+                decision, why = policy.approval_for(tool, json_args)
         except Exception as exc:
             message = f"Tool '{name}' was not run: its approval check raised {_describe(exc)}"
             return self._fail(st, "denied", message, "ToolPermissionError")
-        if decision != "auto":
-            if decision != "ask":
-                message = f"Tool '{name}' was denied by the policy: {why}"
-                return self._fail(st, "denied", message, "ToolPermissionError")
-            asked = await self._ask(st, tool, json_args, why, approver)
-            if isinstance(asked, ToolResult):
-                return asked
-            if asked is not None:
-                kwargs, json_args = asked
-        return await self._run(st, kwargs, json_args)
+        if decision == "auto":
+            return kwargs, json_args, None
+        if decision != "ask":
+            message = f"Tool '{name}' was denied by the policy: {why}"
+            return self._fail(st, "denied", message, "ToolPermissionError")
+        return kwargs, json_args, why
 
     async def _ask(
         self,
@@ -157,20 +170,38 @@ class ExecutorCore:
 
     # ----------------------------------------------------------------- running
 
-    async def _run(
-        self, st: CallState, kwargs: dict[str, Any], json_args: Mapping[str, Any]
+    async def _pipeline(
+        self, st: CallState, tool: Tool, arguments: Any, approver: ApproverLike | None
     ) -> ToolResult:
+        """Every step after lookup: :meth:`_check`, asking, slots, the run under its timeout."""
+        checked = self._check(st, tool, arguments)
+        if isinstance(checked, ToolResult):
+            return checked
+        kwargs, json_args, ask_why = checked
+        if ask_why is not None:
+            assert json_args is not None
+            asked = await self._ask(st, tool, json_args, ask_why, approver)
+            if isinstance(asked, ToolResult):
+                return asked
+            if asked is not None:
+                kwargs, json_args = asked
         plan: Plan = st.plan
-        sems = plan.sems
+        limits = plan.limits
         taken = 0
         st.status = "queued"
         try:
-            for sem in sems:
-                await sem.acquire()
+            for limit in limits:
+                if limit.free > 0 and not limit.waiters:
+                    limit.free -= 1  # a free slot: no await
+                else:
+                    await limit.take()
                 taken += 1
             st.status = "running"
-            if self.bus.active:
-                self.bus.emit(CallStarted(arguments=json_args, **_ids(st)))
+            bus = self.bus
+            if bus.active:
+                if json_args is None:
+                    json_args = plan.dump(kwargs)
+                bus.emit(CallStarted(arguments=json_args, **_ids(st)))
             if plan.arguments_param is not None:
                 kwargs = {plan.arguments_param: kwargs}
             if plan.context_param is not None:
@@ -183,14 +214,20 @@ class ExecutorCore:
             try:
                 if plan.mode == "async":
                     value = await plan.function(**kwargs)
+                elif plan.threaded:
+                    value = await self._in_thread(st, plan, kwargs)
+                elif plan.mode == "sync":  # inline
+                    value = plan.function(**kwargs)
+                    if type(value) not in PLAIN and inspect.isawaitable(value):
+                        value = await value
                 else:
-                    value = await self._invoke(st, plan, kwargs)
+                    value = await self._on_loop(st, plan, kwargs)
             except (Exception, SystemExit) as exc:
                 if st.requests:  # we stopped it, and the tool turned that into an exception
                     raise asyncio.CancelledError from exc
                 status, message = exception_outcome(plan.name, exc)
-                issues, limit = getattr(exc, "issues", ()), getattr(exc, "timeout", 0.0)
-                return self._fail(st, status, message, exc, issues=issues, timeout=limit)
+                issues, seconds = getattr(exc, "issues", ()), getattr(exc, "timeout", 0.0)
+                return self._fail(st, status, message, exc, issues=issues, timeout=seconds)
             # From here on no await: a timeout can no longer fire for this call.
             if st.requests:
                 raise asyncio.CancelledError  # the tool swallowed our cancellation
@@ -207,113 +244,19 @@ class ExecutorCore:
             except Exception as exc:
                 status, message = exception_outcome(plan.name, exc)
                 return self._fail(st, status, message, exc)
-            return self._finish(st, content, details=details)
+            return self._finish(st, content, details)
         finally:
-            if taken:
+            if taken == 1 and st.thread_future is None and not limits[0].waiters:
+                limits[0].free += 1  # the usual case, inlined: one free limit, nobody waiting
+            elif taken:
                 self._release(st, taken)
 
-    async def _invoke(self, st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
-        """Call a non-``async`` tool: in a worker thread, inline, or as a generator."""
-        if plan.threaded:
-            pool = self._pool
-            if pool is None:
-                n = self._max_concurrency
-                pool = self._pool = DaemonThreadPool(max(4, n) if n else 32)
-            run: Callable[..., Any] = contextvars.copy_context().run
-            if plan.mode == "gen":
-                token = st.get_token()
-                future = pool.submit(
-                    run, drive_gen, plan.function, kwargs, st.update, token, plan.name
-                )
-            else:
-                future = pool.submit(run, plan.function, **kwargs)
-            st.thread_future = future
-            value = await asyncio.wrap_future(future, loop=st.loop)
-            return await value if inspect.isawaitable(value) else value
-        if plan.mode == "sync":
-            value = plan.function(**kwargs)
-            return await value if inspect.isawaitable(value) else value
-        if plan.mode == "async_gen":
-            return await drive_async_gen(plan.function(**kwargs), st.deliver)
-        return drive_gen(plan.function, kwargs, st.deliver, st.get_token(), plan.name)
-
-    def _plan(self, tool: Tool, slots: LoopSlots, registry: RegistryLike) -> Plan:
-        timeout = tool.timeout
-        if timeout is None:
-            network = tool.category is ToolCategory.NETWORK
-            timeout = self._network_timeout if network else self._default_timeout
-        sems: list[asyncio.Semaphore] = []
-        if slots.groups:
-            members = getattr(registry, "group_members", None)
-            for group, sem in slots.groups.items():  # sorted by name: no lock-order deadlock
-                if group in tool.groups or (members is not None and tool.key in members(group)):
-                    sems.append(sem)
-        if slots.global_sem is not None:
-            sems.append(slots.global_sem)
-        plan = Plan(tool, timeout, sems, slots.deadlines, registry)
-        if len(slots.plans) > 512:  # replaced tools (re-run cells) must not pile up
-            slots.plans.clear()
-        slots.plans[tool] = plan
-        return plan
-
-    def _context(self, st: CallState) -> ToolContext:
-        ctx = st.context
-        if ctx is None:
-            ctx = st.context = ToolContext(
-                tool=st.plan.name, call_id=st.call_id, run_id=st.run_id,
-                parent_call_id=st.parent_call_id, cancel=st.get_token(), on_update=st.update,
-                allowed_paths=tuple(self.policy.allowed_paths), user=self.user, deps=self.deps,
-            )  # fmt: skip
-        return ctx
-
-    def _release(self, st: CallState, taken: int) -> None:
-        future = st.thread_future
-        if future is None or future.done():
-            _release(st.plan.sems, taken)
-            return
-        # The call returned but its worker thread still runs: keep the slots until it ends.
-        st.status = "stopping"
-        self._stopping[st] = None
-        loop = st.loop
-
-        def thread_ended(_future: object) -> None:
-            with contextlib.suppress(RuntimeError):  # RuntimeError: the loop is closed
-                loop.call_soon_threadsafe(self._thread_ended, st, taken)
-
-        future.add_done_callback(thread_ended)
-
-    def _thread_ended(self, st: CallState, taken: int) -> None:
-        self._stopping.pop(st, None)
-        _release(st.plan.sems, taken)
-
-    def _on_timeout(self, st: CallState) -> None:
-        if st.done or st.interrupt is not None:
-            return
-        st.reason = "timed out"
-        st.interrupt = "timeout"
-        if st.token is not None:
-            st.token.cancel("timed out")
-        st.request_task_cancel()
-
     # ----------------------------------------------------------------- endings
-
-    def _absorb(self, st: CallState) -> bool:
-        """After a CancelledError: True if only the executor asked for it (then it is undone)."""
-        n, st.requests = st.requests, 0
-        task = st.task
-        if sys.version_info >= (3, 11) and task is not None:
-            if not n:  # nobody cancelled the task: the tool itself raised CancelledError
-                return task.cancelling() == 0
-            remaining = 0
-            for _ in range(n):
-                remaining = task.uncancel()
-            return remaining == 0
-        return n > 0  # 3.10 cannot tell whose cancellation it was
 
     def _interrupted(self, st: CallState) -> ToolResult:
         """The result of a call the executor stopped (timeout, ``cancel()``)."""
         plan: Plan = st.plan
-        note = _thread_note(st)
+        note = thread_note(st)
         if st.interrupt == "timeout":
             timeout = plan.timeout or 0.0
             message = ToolTimeoutError(plan.name, timeout, note=note).message
@@ -331,7 +274,7 @@ class ExecutorCore:
             st.interrupt = "cancel"
         if st.token is not None:
             st.token.cancel(why)
-        message = f"Tool '{st.plan.name}' was cancelled: {why}.{_thread_note(st)}"
+        message = f"Tool '{st.plan.name}' was cancelled: {why}.{thread_note(st)}"
         self._fail(st, "cancelled", message, "ToolCancelledError")
 
     def _not_found(
@@ -365,12 +308,12 @@ class ExecutorCore:
     ) -> ToolResult:  # fmt: skip
         error_type = error if isinstance(error, str) else type(error).__name__
         return self._finish(
-            st, (TextBlock(text=message),), status=status, is_error=True, error_type=error_type,
+            st, (text_block(message),), status=status, is_error=True, error_type=error_type,
             issues=issues, timeout=timeout,
         )  # fmt: skip
 
     def _finish(
-        self, st: CallState, content: tuple[Any, ...], *, details: Any = None,
+        self, st: CallState, content: tuple[Any, ...], details: Any = None, *,
         status: ResultStatus = "ok", is_error: bool = False, error_type: str | None = None,
         issues: Sequence[Any] = (), timeout: float = 0.0,
     ) -> ToolResult:  # fmt: skip
@@ -385,10 +328,9 @@ class ExecutorCore:
         else:
             duration = 0.0
             started_at = ended_at = _wall()
-        result = ToolResult(
-            content=content, details=details, is_error=is_error, status=status, tool=st.tool,
-            call_id=st.call_id, error_type=error_type, started_at=started_at, ended_at=ended_at,
-            duration=duration,
+        result = make_result(
+            content, details, is_error, status, st.tool, st.call_id, error_type, started_at,
+            ended_at, duration,
         )  # fmt: skip
         if self.bus.active:
             self.bus.emit(_terminal_event(st, result, issues, timeout))
@@ -420,33 +362,6 @@ def _terminal_event(
         return CallCancelled(result=result, reason=st.reason or result.text, **_ids(st))
     error_type = result.error_type or ""
     return CallFailed(result=result, error_type=error_type, message=result.text, **_ids(st))
-
-
-def _release(sems: tuple[asyncio.Semaphore, ...], taken: int) -> None:
-    for sem in reversed(sems[:taken]):
-        sem.release()
-
-
-def _thread_note(st: CallState) -> str:
-    """What the model should know about the worker thread of a call the executor stopped."""
-    future = st.thread_future
-    if future is None:
-        return ""
-    plan: Plan = st.plan
-    still = "" if future.done() else " and may still be finishing"
-    if plan.mode == "gen":
-        return f" Its worker thread was signalled to stop at the generator's next item{still}."
-    if plan.context_param is not None:
-        return (
-            " Its worker thread was signalled to stop cooperatively (through ToolContext.cancel)"
-            f"{still}."
-        )
-    if future.done():
-        return ""
-    return (
-        " Its worker thread cannot be interrupted (the tool takes no ToolContext to check for "
-        "cancellation) and may still be running."
-    )
 
 
 def _describe(exc: BaseException) -> str:

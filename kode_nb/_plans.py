@@ -2,14 +2,18 @@
 
 * :class:`RegistryLike`, :class:`PolicyLike`, :data:`ApproverLike` — the parts of a registry,
   a policy and an approver the executor uses (the real classes fit; so do test doubles).
-* :class:`Plan` — per Tool object: its timeout, the semaphores it takes, how to call it.
-* :class:`LoopSlots` — per event loop: the semaphores, the timeout timer, the plans.
+* :class:`Limit` — a concurrency limit (a semaphore whose free slots are taken without await).
+* :class:`Plan` — per Tool object: its timeout, the limits it takes, how to call it.
+* :class:`LoopSlots` — per event loop: the limits, the timeout timer, the plans.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import threading
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,7 +22,7 @@ from kode_nb._running import CallState, Deadlines
 from kode_nb.approval import ApprovalRequest
 from kode_nb.tools import Tool
 
-__all__ = ["ApproverLike", "LoopSlots", "Plan", "PolicyLike", "RegistryLike"]
+__all__ = ["ApproverLike", "Limit", "LoopSlots", "Plan", "PolicyLike", "RegistryLike"]
 
 
 class RegistryLike(Protocol):
@@ -45,6 +49,53 @@ ApproverLike = Callable[[ApprovalRequest], Any]
 :class:`~kode_nb.ApprovalDecision`, a bool, or a denial reason."""
 
 
+class Limit:
+    """A counting semaphore of one event loop whose uncontended acquire needs no ``await``.
+
+    A caller takes a slot with ``free -= 1`` when ``free > 0`` and nobody is queued (the
+    executor inlines that test), else awaits :meth:`take`. :meth:`release` hands the slot to
+    the first waiter still waiting (first come, first served) or returns it to ``free``.
+    """
+
+    __slots__ = ("free", "waiters")
+
+    def __init__(self, slots: int) -> None:
+        self.free = slots
+        """Slots nobody holds."""
+        self.waiters: deque[asyncio.Future[None]] = deque()
+        """Futures of the callers queued for a slot, in arrival order."""
+
+    async def take(self) -> None:
+        """Wait for a slot (when none was free). Cancellation never leaks or loses one."""
+        if self.free > 0 and not self.waiters:
+            self.free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot, but cancelled before resuming: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self.waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter still waiting, else to ``free``."""
+        waiters = self.waiters
+        while waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.free += 1
+
+    def __repr__(self) -> str:
+        return f"Limit(free={self.free}, waiting={len(self.waiters)})"
+
+
 class Plan:
     """What the executor precomputes for one Tool object (per event loop and registry version)."""
 
@@ -54,10 +105,11 @@ class Plan:
         "deadlines",
         "dump",
         "function",
+        "limits",
         "mode",
         "name",
         "registry",
-        "sems",
+        "rule_free",
         "threaded",
         "timeout",
         "validate",
@@ -68,7 +120,7 @@ class Plan:
         self,
         tool: Tool,
         timeout: float | None,
-        sems: Sequence[asyncio.Semaphore],
+        limits: Sequence[Limit],
         deadlines: Deadlines | None,
         registry: Any,
     ) -> None:
@@ -79,20 +131,22 @@ class Plan:
         self.timeout = timeout
         self.deadlines = deadlines
         """The loop's timeout timer (``None`` before the executor met a loop)."""
-        self.sems = tuple(sems)
-        """Group semaphores (by group name), then the global one: always taken in this order."""
+        self.limits = tuple(limits)
+        """Group limits (by group name), then the global one: always taken in this order."""
         self.context_param = tool.context_param
         self.arguments_param = tool.arguments_param
         self.validate = tool.validator.validate
         self.dump = tool.validator.dump
+        self.rule_free = not callable(tool.approval)
+        """The tool has no approval predicate (a Policy then decides without the arguments)."""
         self.registry = registry
         self.version = getattr(registry, "version", 0)
 
 
 class LoopSlots:
-    """The concurrency semaphores and plans of one event loop."""
+    """The concurrency limits, timeout timer and plans of one event loop."""
 
-    __slots__ = ("deadlines", "global_sem", "groups", "loop", "plans")
+    __slots__ = ("deadlines", "global_limit", "groups", "loop", "plans", "thread")
 
     def __init__(
         self,
@@ -102,9 +156,11 @@ class LoopSlots:
         on_timeout: Callable[[CallState], object],
     ) -> None:
         self.loop = loop
+        self.thread = threading.get_ident()
+        """The loop's thread (this is built on it)."""
         self.deadlines = Deadlines(loop, on_timeout) if loop is not None else None
-        self.global_sem = asyncio.Semaphore(limit) if limit is not None else None
-        self.groups = {g: asyncio.Semaphore(n) for g, n in sorted(group_limits.items())}
+        self.global_limit = Limit(limit) if limit is not None else None
+        self.groups = {g: Limit(n) for g, n in sorted(group_limits.items())}
         self.plans: dict[Tool, Plan] = {}
 
 

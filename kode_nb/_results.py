@@ -11,6 +11,7 @@ import dataclasses
 import enum
 from typing import Any
 
+from kode_nb._builders import json_block, text_block
 from kode_nb.errors import (
     ToolCancelledError,
     ToolError,
@@ -61,11 +62,11 @@ def convert_value(value: Any) -> tuple[tuple[ContentBlock, ...], Any]:
     """
     kind = type(value)
     if kind is str:
-        return (TextBlock(text=value),), None
+        return (text_block(value),), None
     if value is None:
-        return (TextBlock(text=NO_OUTPUT),), None
+        return (text_block(NO_OUTPUT),), None
     if kind is dict or kind is int or kind is float or kind is bool:
-        return (JsonBlock(data=value),), None
+        return (json_block(value),), None
     if isinstance(value, _BLOCK_TYPES):
         return (value,), None
     if isinstance(value, enum.Enum):

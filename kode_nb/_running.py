@@ -17,6 +17,7 @@ import inspect
 import itertools
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,7 @@ class CallState:
         "status",
         "t0",
         "task",
+        "thread_done",
         "thread_future",
         "token",
         "tool",
@@ -70,7 +72,6 @@ class CallState:
 
     def __init__(
         self,
-        *,
         tool: str,
         call_id: str,
         run_id: str | None,
@@ -78,6 +79,7 @@ class CallState:
         bus: EventBus,
         on_update: Callable[[Any], object] | None,
         loop: asyncio.AbstractEventLoop,
+        loop_thread: int,
         task: asyncio.Task[Any] | None,
         started: float,
         plan: Any,
@@ -90,7 +92,8 @@ class CallState:
         self.bus = bus
         self.on_update = on_update
         self.loop = loop
-        self.loop_thread = threading.get_ident()
+        self.loop_thread = loop_thread
+        """The id of the thread running ``loop``."""
         self.task = task
         self.started = started
         self.plan = plan
@@ -101,6 +104,8 @@ class CallState:
         self.token: CancelToken | None = None
         self.context: ToolContext | None = None
         self.thread_future: Future[Any] | None = None
+        self.thread_done = False
+        """The worker thread has handed the tool's outcome to the loop."""
         self.interrupt: str | None = None
         """``"cancel"`` or ``"timeout"`` once the executor decided to stop the call."""
         self.reason = ""
@@ -188,18 +193,20 @@ class CallState:
 class Deadlines:
     """The timeouts of running calls, served by one loop timer instead of one per call.
 
-    ``add(when, call)`` is a heap push; the timer is re-armed only for an earlier deadline.
-    Entries of calls that ended are dropped lazily (from the top, and by an occasional
-    compaction), so the heap holds about as many entries as there are calls in flight.
+    A deadline no earlier than the last one queued (the usual case: calls share a timeout) is
+    appended to a FIFO queue; an earlier one is pushed on a heap. The timer is re-armed only
+    for an earlier deadline. Entries of calls that ended are dropped lazily (from the front,
+    and by an occasional compaction), so about as many entries are kept as calls are in flight.
     """
 
-    __slots__ = ("_armed", "_handle", "_heap", "_limit", "_loop", "_on_expire", "_seq")
+    __slots__ = ("_armed", "_fifo", "_handle", "_heap", "_limit", "_loop", "_on_expire", "_seq")
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, on_expire: Callable[[CallState], object]
     ) -> None:
         self._loop = loop
         self._on_expire = on_expire
+        self._fifo: deque[tuple[float, CallState]] = deque()
         self._heap: list[tuple[float, int, CallState]] = []
         self._seq = itertools.count()
         self._handle: asyncio.TimerHandle | None = None
@@ -208,16 +215,30 @@ class Deadlines:
 
     def add(self, when: float, call: CallState) -> None:
         """Call ``on_expire(call)`` at loop time ``when`` unless the call is done by then."""
-        heap = self._heap
-        while heap and heap[0][2].done:
-            heapq.heappop(heap)
-        heapq.heappush(heap, (when, next(self._seq), call))
+        fifo = self._fifo
+        while fifo and fifo[0][1].done:
+            fifo.popleft()
+        if not fifo or when >= fifo[-1][0]:
+            fifo.append((when, call))
+        else:
+            heap = self._heap
+            while heap and heap[0][2].done:
+                heapq.heappop(heap)
+            heapq.heappush(heap, (when, next(self._seq), call))
         if self._handle is None or when < self._armed:
             self._arm(when)
-        if len(heap) >= self._limit:  # ended calls stuck behind a long one: compact
+        if len(fifo) + len(self._heap) >= self._limit:  # ended calls stuck behind a long one
+            live = [entry for entry in fifo if not entry[1].done]
+            fifo.clear()
+            fifo.extend(live)
+            heap = self._heap
             heap[:] = [entry for entry in heap if not entry[2].done]
             heapq.heapify(heap)
-            self._limit = max(256, 2 * len(heap))
+            self._limit = max(256, 2 * (len(fifo) + len(heap)))
+
+    def __len__(self) -> int:
+        """Entries kept (calls in flight, and ended ones not dropped yet)."""
+        return len(self._fifo) + len(self._heap)
 
     def _arm(self, when: float) -> None:
         if self._handle is not None:
@@ -227,17 +248,22 @@ class Deadlines:
 
     def _fire(self) -> None:
         self._handle = None
-        heap = self._heap
         now = self._loop.time()
-        while heap:
-            when, _, call = heap[0]
-            if call.done:
+        fifo, heap = self._fifo, self._heap
+        while fifo or heap:  # the earlier head of the two first
+            if heap and (not fifo or heap[0][0] < fifo[0][0]):
+                when, _, call = heap[0]
+                if not call.done and when > now:
+                    self._arm(when)
+                    return
                 heapq.heappop(heap)
-            elif when > now:
-                self._arm(when)
-                return
             else:
-                heapq.heappop(heap)
+                when, call = fifo[0]
+                if not call.done and when > now:
+                    self._arm(when)
+                    return
+                fifo.popleft()
+            if not call.done:
                 self._on_expire(call)
 
 

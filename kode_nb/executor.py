@@ -108,7 +108,8 @@ class Executor(ExecutorCore):
     ``policy`` to ``Policy()``. ``approver`` answers calls that must ask (none: they are denied,
     with a message saying so). ``max_concurrency`` (``None`` = unlimited) and ``group_limits``
     (``{"fs": 1}``) cap how many calls run at once; ``default_timeout`` and ``network_timeout``
-    (seconds, ``None`` = none) apply to tools without their own ``timeout``. ``deps`` and
+    (seconds, ``None`` = none; the latter for categories ``network`` and ``mcp``) apply to tools
+    without their own ``timeout``. ``deps`` and
     ``user`` reach tools through their :class:`~kode_nb.ToolContext`.
     """
 
@@ -270,9 +271,8 @@ class Executor(ExecutorCore):
         ):
             plan = self._plan(tool, slots, registry)
         st = CallState(
-            tool=tname, call_id=cid, run_id=run_id, parent_call_id=parent_call_id, bus=bus,
-            on_update=on_update, loop=loop, task=asyncio.current_task(), started=time.time(),
-            plan=plan, registry=registry,
+            tname, cid, run_id, parent_call_id, bus, on_update, loop, slots.thread,
+            asyncio.current_task(loop), time.time(), plan, registry,
         )  # fmt: skip
         inflight = self._inflight
         inflight[st] = None

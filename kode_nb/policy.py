@@ -49,7 +49,18 @@ _DECISIONS: tuple[str, ...] = ("auto", "ask", "deny")
 _DEFAULT_KIND_APPROVAL: dict[ToolKind, Decision] = {
     kind: "ask" if kind in MUTATING_KINDS else "auto" for kind in ToolKind
 }
-_VERBS = {"auto": "run without asking", "ask": "ask", "deny": "are refused"}
+_VERBS: dict[Decision, str] = {"auto": "run without asking", "ask": "ask", "deny": "are refused"}
+_KIND_REASONS: dict[tuple[str, str], tuple[Decision, str]] = {
+    (kind.value, decision): (
+        decision,
+        f"{kind.value} tools {verb} "
+        + ("by default" if decision == _DEFAULT_KIND_APPROVAL[kind] else "by policy"),
+    )
+    for kind in ToolKind
+    for decision, verb in _VERBS.items()
+}
+"""What :meth:`Policy.approval_for` answers when a kind's decision applies, precomputed (keyed
+by the kind's value: hashing an Enum member runs Python code, hashing a str does not)."""
 
 
 def _decision(value: object, what: str) -> Decision:
@@ -162,6 +173,13 @@ class Policy:
         self, tool: Tool, arguments: Mapping[str, Any] | None = None
     ) -> tuple[Decision, str]:
         """``(decision, reason)`` for a call of ``tool`` with validated JSON ``arguments``."""
+        if tool.approval is None and tool.key not in self.overrides:
+            kind = tool.kind
+            decision = self.kind_approval[kind]
+            if decision != "ask":  # the kind's default decides alone (the usual case): fast
+                found = _KIND_REASONS.get((kind._value_, decision))
+                if found is not None:
+                    return found
         decision, reason = self._rule(tool, arguments if arguments is not None else {})
         if decision == "ask" and tool.key in self.always_allowed:
             return "auto", f"'{tool.name}' is always allowed this session"

@@ -140,7 +140,12 @@ class ToolRegistry:
 
     def get(self, name: str | Tool) -> Tool | None:
         """The tool registered under ``name`` (normalized), or ``None``."""
-        return self._tools.get(name.key if isinstance(name, Tool) else _key(name))
+        tools = self._tools
+        if type(name) is str:
+            tool = tools.get(name)  # already a key (keys are fixed points of normalize_name)
+            if tool is not None:
+                return tool
+        return tools.get(name.key if isinstance(name, Tool) else _key(name))
 
     def require(self, name: str) -> Tool:
         """Like :meth:`get`, but raise :class:`ToolNotFoundError` with close names."""
@@ -267,14 +272,18 @@ class ToolRegistry:
 
     def record_call(self, name: str, duration: float, failed: bool = False) -> None:
         """Count one finished call (called by the executor). Unknown names are ignored."""
-        key = normalize_name(name)
-        with self._lock:
-            if key not in self._tools:
-                return
-            counter = self._stats.get(key)
-            if counter is None:
-                counter = self._stats[key] = CallCounter()
-            counter.add(duration, failed)
+        counter = self._stats.get(name)  # the name is usually the key already
+        if counter is None:  # (unregister drops the counter: one means it is registered)
+            with self._lock:
+                key = normalize_name(name)
+                counter = self._stats.get(key)
+                if counter is None:
+                    if key not in self._tools:
+                        return
+                    counter = self._stats[key] = CallCounter()
+        if counter.add(duration, failed):  # lock-free; settled now and then, and when read
+            with self._lock:
+                counter.settle()
 
     @overload
     def stats(self, name: str) -> ToolStats: ...

@@ -1,9 +1,13 @@
 """From a typed Python function (or a raw schema) to the JSON Schema the model sees plus a validator.
 
-:func:`function_schema` reads ``inspect.signature``, the resolved type hints and the docstring,
-and builds **one** pydantic model per function (fields named ``p0, p1...`` and aliased by the
-parameter names, so ``json`` or ``model_config`` are fine parameter names). The model gives both
-the schema and fast validation (``validate_json`` on the raw text).
+:func:`function_schema` reads ``inspect.signature``, the resolved type hints and the docstring.
+When every parameter is of a simple type (``str``, ``int``, ``list[str]``, ``int | None``,
+``Literal[...]``...), :mod:`kode_nb._simple_schema` writes the schema and builds a
+pydantic-core validator directly, identical to what the model path gives but several times
+faster to define. Otherwise it builds **one** pydantic model per function (fields named
+``p0, p1...`` and aliased by the parameter names, so ``json`` or ``model_config`` are fine
+parameter names), which gives both the schema and fast validation (``validate_json`` on the
+raw text).
 
 :func:`schema_validator` (a raw JSON Schema) and :func:`input_config_schema` (a seed-000
 ``inputConfig``) live in :mod:`kode_nb.raw_schema` and are re-exported here.
@@ -26,6 +30,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, JsonSchemaWarningKind
 from pydantic_core import PydanticUndefined, core_schema
 
+from kode_nb._simple_schema import ParamInfo, simple_schema
 from kode_nb.docstrings import parse_docstring
 from kode_nb.errors import ToolDefinitionError
 from kode_nb.introspect import (
@@ -41,7 +46,12 @@ from kode_nb.introspect import (
 )
 from kode_nb.raw_schema import input_config_schema, input_config_validator, schema_validator
 from kode_nb.tools import ArgumentValidator, CallMode
-from kode_nb.validation import LoneModelValidator, ParamsValidator, allowed_keys
+from kode_nb.validation import (
+    LoneModelValidator,
+    ParamsValidator,
+    SimpleParamsValidator,
+    allowed_keys,
+)
 
 __all__ = [
     "FunctionSchema",
@@ -127,9 +137,7 @@ def function_schema(
     hints = param_hints(target, signature, where)
     doc = parse_docstring(docstring_of(fn))
     context_param: str | None = None
-    fields: dict[str, Any] = {}
-    names: list[tuple[str, str]] = []
-    annotations: dict[str, Any] = {}
+    params: list[ParamInfo] = []
     for param in signature.parameters.values():
         check_param_kind(param, where)
         annotation = hints[param.name]
@@ -142,19 +150,18 @@ def function_schema(
                 )
             context_param = param.name
             continue
-        internal = f"p{len(names)}"
-        names.append((param.name, internal))
-        annotations[param.name] = annotation
-        fields[internal] = _field(param, annotation, doc.params.get(param.name))
-    lone = _lone_model(annotations)
+        params.append(ParamInfo(param.name, annotation, param.default, doc.params.get(param.name)))
+    simple = simple_schema(params) if _FAST_PATH else None
     validator: ArgumentValidator
-    if lone is not None:
-        validator, parameters, description = _lone_model_validator(lone, names[0][0], where)
+    description = ""
+    if simple is not None:
+        parameters, core_validator = simple
+        names = [p.name for p in params]
+        validator = SimpleParamsValidator(
+            core_validator, parameters, names, lambda: _model_of(target, params, where)[0]
+        )
     else:
-        model = _create_model(target, fields, names, annotations, where)
-        parameters = _tidy(_json_schema(model, names, annotations, where))
-        validator = ParamsValidator(model, parameters, names)
-        description = ""
+        validator, parameters, description = _model_validator(target, params, where)
     properties: dict[str, Any] = parameters.get("properties", {})
     described = {k: v["description"] for k, v in properties.items() if "description" in v}
     if require_descriptions:
@@ -174,6 +181,34 @@ def function_schema(
         mode=call_mode(fn),
         param_descriptions=described,
     )
+
+
+_FAST_PATH = True
+"""Private switch: False sends every signature through the model path (tests compare both)."""
+
+
+def _model_validator(
+    target: Callable[..., Any], params: list[ParamInfo], where: str
+) -> tuple[ArgumentValidator, dict[str, Any], str]:
+    """The model path: one pydantic model (or the lone model) gives the schema and validator."""
+    annotations = {p.name: p.annotation for p in params}
+    lone = _lone_model(annotations)
+    if lone is not None:
+        return _lone_model_validator(lone, params[0].name, where)
+    model, names = _model_of(target, params, where)
+    parameters = _tidy(_json_schema(model, names, annotations, where))
+    return ParamsValidator(model, parameters, names), parameters, ""
+
+
+def _model_of(
+    target: Callable[..., Any], params: list[ParamInfo], where: str
+) -> tuple[type[BaseModel], list[tuple[str, str]]]:
+    """The arguments model (fields ``p0, p1...`` aliased by the parameter names) and the
+    (parameter, field) name pairs."""
+    names = [(p.name, f"p{i}") for i, p in enumerate(params)]
+    annotations = {p.name: p.annotation for p in params}
+    fields = {f"p{i}": _field(p) for i, p in enumerate(params)}
+    return _create_model(target, fields, names, annotations, where), names
 
 
 def _lone_model(annotations: Mapping[str, Any]) -> type[BaseModel] | None:
@@ -197,8 +232,8 @@ def _annotated_description(annotation: Any) -> str | None:
     return None
 
 
-def _field(param: inspect.Parameter, annotation: Any, doc: str | None) -> tuple[Any, FieldInfo]:
-    default = param.default
+def _field(param: ParamInfo) -> tuple[Any, FieldInfo]:
+    annotation, default, doc = param.annotation, param.default, param.doc
     if isinstance(default, FieldInfo):  # `x: int = Field(3, ge=0)`
         annotation = Annotated[annotation, default]
         default = PydanticUndefined

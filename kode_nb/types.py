@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -168,11 +169,29 @@ ResultStatus: TypeAlias = Literal[
 ]
 
 
+_encode_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+"""``json.dumps(data, ensure_ascii=False, default=str)`` without building an encoder per call."""
+
+
+def _json_text(data: Any) -> str:
+    """The JSON text of ``data`` (scalars written directly, exactly as ``json`` writes them)."""
+    kind = type(data)
+    if kind is int:
+        return int.__repr__(data)
+    if kind is bool:
+        return "true" if data else "false"
+    if data is None:
+        return "null"
+    if kind is float and math.isfinite(data):
+        return float.__repr__(data)
+    return _encode_json(data)
+
+
 def _block_text(block: ContentBlock) -> str:
     if isinstance(block, TextBlock):
         return block.text
     if isinstance(block, JsonBlock):
-        return json.dumps(block.data, ensure_ascii=False, default=str)
+        return _json_text(block.data)
     data = block.data.rstrip()
     size = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
     return f"[image: {block.mime_type}, {size} bytes]"

@@ -6,6 +6,7 @@ accepts JSON text (``str``/``bytes``), a mapping, or ``None``/``""`` (no argumen
 problem, located by the *argument* names the model used (``"items.2.name"``).
 
 - :class:`ParamsValidator`: one pydantic model per function, fields aliased by parameter name.
+- :class:`SimpleParamsValidator`: the same for simple signatures, with no model class at all.
 - :class:`LoneModelValidator`: the function takes one pydantic model; the arguments are it.
 - :class:`ConfigArgsValidator`: seed-000 ``inputConfig`` tools; returns the arguments dict.
 - :class:`JsonSchemaValidator`: a raw JSON Schema, checked by ``jsonschema`` (imported lazily).
@@ -17,20 +18,24 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import from_json, to_jsonable_python
+from pydantic_core import SchemaValidator, from_json, to_jsonable_python
 
 from kode_nb.errors import FieldIssue, ToolValidationError
 from kode_nb.issues import jsonschema_issues, not_an_object, pydantic_issues, unexpected_field
+
+if TYPE_CHECKING:
+    from pydantic.plugin._schema_validator import PluggableSchemaValidator
 
 __all__ = [
     "ConfigArgsValidator",
     "JsonSchemaValidator",
     "LoneModelValidator",
     "ParamsValidator",
+    "SimpleParamsValidator",
     "allowed_keys",
 ]
 
@@ -49,28 +54,39 @@ def _to_jsonable(value: Any) -> Any:
     return to_jsonable_python(value, by_alias=True, fallback=repr)
 
 
-class _PydanticValidator:
-    """Shared by the pydantic-backed validators: raw -> model instance, errors -> issues."""
+class _CoreValidator:
+    """Shared by the pydantic-backed validators: raw -> validated value, errors -> issues."""
 
     schema: dict[str, Any]
-
-    def __init__(self, model: type[BaseModel], schema: dict[str, Any]) -> None:
-        self.model = model
-        """The pydantic model the arguments are validated with."""
-        self.schema = schema
-        self._validator = model.__pydantic_validator__
+    _validator: SchemaValidator | PluggableSchemaValidator
 
     def _instance(self, raw: _RawArgs, tool: str) -> Any:
-        if _is_empty(raw):
-            raw = "{}"
         try:
             if isinstance(raw, (str, bytes, bytearray)):
                 return self._validator.validate_json(raw)
             if isinstance(raw, Mapping):
                 return self._validator.validate_python(raw)
         except ValidationError as exc:
-            raise ToolValidationError(tool, pydantic_issues(exc, raw, self.schema)) from None
-        raise ToolValidationError(tool, [not_an_object(raw)])
+            # "" and blank text are invalid JSON, so they are only looked for now: no arguments
+            if not _is_empty(raw):
+                raise ToolValidationError(tool, pydantic_issues(exc, raw, self.schema)) from None
+        else:
+            if raw is not None:
+                raise ToolValidationError(tool, [not_an_object(raw)])
+        try:  # no arguments: an empty object
+            return self._validator.validate_json("{}")
+        except ValidationError as exc:
+            raise ToolValidationError(tool, pydantic_issues(exc, "{}", self.schema)) from None
+
+
+class _PydanticValidator(_CoreValidator):
+    """A validator backed by a pydantic model: raw -> model instance."""
+
+    def __init__(self, model: type[BaseModel], schema: dict[str, Any]) -> None:
+        self.model = model
+        """The pydantic model the arguments are validated with."""
+        self.schema = schema
+        self._validator = model.__pydantic_validator__
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model.__name__})"
@@ -94,6 +110,54 @@ class ParamsValidator(_PydanticValidator):
         return {
             param: _to_jsonable(validated[param]) for param, _ in self.names if param in validated
         }
+
+
+class SimpleParamsValidator(_CoreValidator):
+    """Validates a simple signature (see :mod:`kode_nb._simple_schema`) without a model class.
+
+    A pydantic-core typed-dict validator keyed by the parameter names: the same field schemas,
+    lax mode and forbidden extras as :class:`ParamsValidator`'s model, so the same outcomes.
+    """
+
+    def __init__(
+        self,
+        validator: SchemaValidator,
+        schema: dict[str, Any],
+        names: Sequence[str],
+        model: Callable[[], type[BaseModel]],
+    ) -> None:
+        self.schema = schema
+        self._validator = validator
+        self.names = tuple((name, name) for name in names)
+        """(parameter name, field name) pairs, in signature order (the same names here)."""
+        self._build_model = model
+        self._model: type[BaseModel] | None = None
+
+    @property
+    def model(self) -> type[BaseModel]:
+        """The equivalent pydantic model, built on first use (validation never needs it)."""
+        if self._model is None:
+            self._model = self._build_model()
+        return self._model
+
+    def validate(self, raw: _RawArgs, *, tool: str) -> dict[str, Any]:
+        kwargs: dict[str, Any]
+        if type(raw) is str:  # the usual case, first
+            try:
+                kwargs = self._validator.validate_json(raw)
+                return kwargs
+            except ValidationError:
+                pass  # _instance explains it (or takes blank text for no arguments)
+        kwargs = self._instance(raw, tool)
+        return kwargs
+
+    def dump(self, validated: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            param: _to_jsonable(validated[param]) for param, _ in self.names if param in validated
+        }
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(name for name, _ in self.names)})"
 
 
 class LoneModelValidator(_PydanticValidator):

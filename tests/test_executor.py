@@ -944,12 +944,18 @@ async def test_default_and_network_timeouts(registry: ToolRegistry) -> None:
         await asyncio.sleep(30)
         return "late"
 
+    async def remote() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
     define_tool(fetch, category="network")
     define_tool(compute)
+    define_tool(remote, category="mcp")
     ex = Executor(registry, default_timeout=0.05, network_timeout=0.1)
-    net, local = await ex.call_many([("fetch", None), ("compute", None)])
+    net, local, mcp = await ex.call_many([("fetch", None), ("compute", None), ("remote", None)])
     assert net.text == "Tool 'fetch' timed out after 0.1 s."
     assert local.text == "Tool 'compute' timed out after 0.05 s."
+    assert mcp.text == "Tool 'remote' timed out after 0.1 s."
 
 
 async def test_no_timeout_when_none(registry: ToolRegistry) -> None:
@@ -1011,15 +1017,15 @@ async def test_deadlines_compact_entries_of_ended_calls() -> None:
     loop = asyncio.get_running_loop()
     deadlines = Deadlines(loop, lambda call: None)
     blocker = FakeCall("long")
-    deadlines.add(loop.time() + 60, blocker)  # stays on top of the heap
+    deadlines.add(loop.time() + 60, blocker)  # stays in front of the others
     for i in range(1000):
         call = FakeCall(str(i))
         deadlines.add(loop.time() + 61, call)
         call.done = True
-    assert len(deadlines._heap) < 300
+    assert len(deadlines) < 300
     blocker.done = True
     deadlines.add(loop.time() + 62, FakeCall("next"))
-    assert len(deadlines._heap) < 300
+    assert len(deadlines) < 300
 
 
 # --------------------------------------------------------------------------- cancellation

@@ -1,0 +1,399 @@
+"""The executor's fast paths give exactly what the plain ways give.
+
+* the builders of frozen results and blocks, and the JSON text of results, against the real
+  constructors and ``json.dumps``;
+* :class:`~kode_nb._plans.Limit` (the concurrency semaphore) under contention and cancellation;
+* :class:`~kode_nb._running.Deadlines` with in-order and out-of-order deadlines;
+* worker threads handing their outcome to the loop;
+* ``Policy.approval_for``'s shortcut against the full rules; arguments dumped only when needed;
+* registry lookups and stats by exact key against normalized names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import pickle
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kode_nb import (
+    Executor,
+    JsonBlock,
+    Policy,
+    TextBlock,
+    ToolContext,
+    ToolKind,
+    ToolRegistry,
+    ToolResult,
+    define_tool,
+)
+from kode_nb._builders import json_block, make_result, text_block
+from kode_nb._plans import Limit
+from kode_nb._running import Deadlines
+from kode_nb._threads import DaemonThreadPool
+from kode_nb.events import CallStarted
+from kode_nb.types import _json_text
+
+pytestmark = pytest.mark.anyio
+
+# --------------------------------------------------------------------------- builders, text
+
+
+def test_builders_give_what_the_constructors_give() -> None:
+    fields = [f.name for f in dataclasses.fields(ToolResult)]
+    assert list(inspect.signature(make_result).parameters) == fields
+    values: dict[str, Any] = {
+        "content": (text_block("a"), json_block({"k": [1]})),
+        "details": object(),
+        "is_error": True,
+        "status": "error",
+        "tool": "t",
+        "call_id": "c1",
+        "error_type": "ValueError",
+        "started_at": 1.5,
+        "ended_at": 2.5,
+        "duration": 1.0,
+    }
+    built = make_result(**values)
+    real = ToolResult(**{**values, "content": (TextBlock(text="a"), JsonBlock(data={"k": [1]}))})
+    assert type(built) is ToolResult
+    assert built == real
+    assert repr(built) == repr(real)
+    assert type(built.content[0]) is TextBlock
+    assert built.content[0] == TextBlock(text="a")
+    assert type(built.content[1]) is JsonBlock
+    assert built.content[1].type == "json"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.status = "ok"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.content[0].text = "b"  # type: ignore[misc]
+    plain = make_result((text_block("x"),), None, False, "ok", "t", "c", None, 0.0, 0.0, 0.0)
+    assert hash(plain) == hash(ToolResult(content=(TextBlock(text="x"),), tool="t", call_id="c"))
+    assert pickle.loads(pickle.dumps(plain)) == plain
+    assert dataclasses.replace(plain, tool="u").tool == "u"
+
+
+json_data = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(json_data)
+def test_json_text_is_json_dumps(data: Any) -> None:
+    assert _json_text(data) == json.dumps(data, ensure_ascii=False, default=str)
+
+
+@pytest.mark.parametrize("value", [True, False, None, 0, -7, 2**70, 0.1, -0.0, float("inf"),
+                                   float("-inf"), float("nan"), "é\n\"", ToolKind.READ])  # fmt: skip
+def test_json_text_of_scalars(value: Any) -> None:
+    assert ToolResult.from_json(value).text == json.dumps(value, ensure_ascii=False, default=str)
+
+
+# --------------------------------------------------------------------------- Limit
+
+
+async def test_limit_serves_waiters_first_come_first_served() -> None:
+    limit = Limit(1)
+    await limit.take()
+    order: list[int] = []
+
+    async def one(i: int) -> None:
+        await limit.take()
+        order.append(i)
+        await asyncio.sleep(0)
+        limit.release()
+
+    tasks = [asyncio.create_task(one(i)) for i in range(4)]
+    await asyncio.sleep(0)
+    assert len(limit.waiters) == 4
+    limit.release()
+    await asyncio.gather(*tasks)
+    assert order == [0, 1, 2, 3]
+    assert (limit.free, len(limit.waiters)) == (1, 0)
+
+
+async def test_a_cancelled_waiter_leaks_no_slot() -> None:
+    limit = Limit(1)
+    await limit.take()
+    waiting = asyncio.create_task(limit.take())
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert not limit.waiters
+    limit.release()
+    assert limit.free == 1
+
+
+async def test_a_slot_handed_to_a_cancelled_waiter_goes_to_the_next() -> None:
+    limit = Limit(1)
+    await limit.take()
+    first = asyncio.create_task(limit.take())
+    second = asyncio.create_task(limit.take())
+    await asyncio.sleep(0)
+    limit.release()  # hands the slot to `first`...
+    first.cancel()  # ...which is cancelled before it resumes
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await asyncio.wait_for(second, 1)  # the slot went on to `second`
+    assert (limit.free, len(limit.waiters)) == (0, 0)
+    assert repr(limit) == "Limit(free=0, waiting=0)"
+
+
+async def test_the_executor_limit_is_exact_under_load(registry: ToolRegistry) -> None:
+    running = 0
+    peak = 0
+
+    async def busy() -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.001)
+        running -= 1
+
+    define_tool(busy)
+    ex = Executor(registry, max_concurrency=2, group_limits={})
+    results = await ex.call_many([("busy", {})] * 20)
+    assert {r.status for r in results} == {"ok"}
+    assert peak == 2
+    assert ex._slots.global_limit is not None
+    assert ex._slots.global_limit.free == 2
+
+
+# --------------------------------------------------------------------------- Deadlines
+
+
+class FakeCall:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.done = False
+
+
+async def test_deadlines_fire_in_order_across_queue_and_heap() -> None:
+    loop = asyncio.get_running_loop()
+    expired: list[str] = []
+    finished = asyncio.Event()
+
+    def on_expire(call: Any) -> None:
+        expired.append(call.name)
+        if call.name == "last":
+            finished.set()
+
+    deadlines = Deadlines(loop, on_expire)
+    now = loop.time()
+    for name, delay in [("b", 0.02), ("d", 0.04), ("a", 0.01), ("c", 0.03), ("last", 0.05)]:
+        deadlines.add(now + delay, FakeCall(name))  # type: ignore[arg-type]
+    assert len(deadlines) == 5
+    await asyncio.wait_for(finished.wait(), 5)
+    assert expired == ["a", "b", "c", "d", "last"]
+    assert len(deadlines) == 0
+
+
+async def test_deadlines_drop_ended_calls_in_order() -> None:
+    loop = asyncio.get_running_loop()
+    deadlines = Deadlines(loop, lambda call: None)
+    calls = [FakeCall(str(i)) for i in range(1000)]
+    for call in calls:
+        deadlines.add(loop.time() + 60, call)  # type: ignore[arg-type]
+        call.done = True
+    assert len(deadlines) <= 1  # each add drops the ended calls in front
+
+
+# --------------------------------------------------------------------------- worker threads
+
+
+async def test_a_sync_tool_raising_stop_iteration_is_an_error_not_a_hang(
+    registry: ToolRegistry,
+) -> None:
+    def stops() -> None:
+        raise StopIteration("done")
+
+    define_tool(stops)
+    result = await asyncio.wait_for(Executor(registry).call("stops"), 5)
+    assert result.status == "error"
+    assert "StopIteration" in result.text
+
+
+async def test_a_queued_sync_call_cancelled_by_its_caller_never_runs(
+    registry: ToolRegistry,
+) -> None:
+    release = threading.Event()
+    ran: list[str] = []
+
+    def block() -> None:
+        release.wait(5)
+
+    def late() -> None:
+        ran.append("late")
+
+    define_tool(block)
+    define_tool(late)
+    ex = Executor(registry, max_concurrency=None)
+    ex._pool = DaemonThreadPool(1)  # one worker: the second call waits in the queue
+    blocker = asyncio.create_task(ex.call("block"))
+    await asyncio.sleep(0.05)
+    queued = asyncio.create_task(ex.call("late"))
+    await asyncio.sleep(0.05)
+    queued.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    release.set()
+    assert (await blocker).status == "ok"
+    await asyncio.sleep(0.05)
+    assert ran == []
+    ex.close()
+
+
+async def test_a_sync_tool_runs_in_a_worker_with_the_callers_context(
+    registry: ToolRegistry,
+) -> None:
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    def where(ctx: ToolContext) -> str:
+        return f"{var.get()} {threading.current_thread().name.startswith('kode_nb-tool')}"
+
+    define_tool(where)
+    var.set("caller")
+    ex = Executor(registry)
+    assert (await ex.call("where")).text == "caller True"
+    assert ex.running() == []
+
+
+# --------------------------------------------------------------------------- policy, dumps
+
+
+def _reference_approval(policy: Policy, tool: Any, arguments: Mapping[str, Any]) -> tuple[str, str]:
+    """The rules as documented, without the shortcut."""
+    decision, reason = policy._rule(tool, arguments)
+    if decision == "ask" and tool.key in policy.always_allowed:
+        return "auto", f"'{tool.name}' is always allowed this session"
+    if decision == "ask" and policy.approval_mode == "auto":
+        return "auto", f"{reason}; approval_mode='auto' runs it without asking"
+    if decision == "ask" and policy.approval_mode == "deny":
+        return "deny", f"{reason}; approval_mode='deny' refuses calls that need approval"
+    return decision, reason
+
+
+decisions = st.sampled_from(["auto", "ask", "deny"])
+
+
+@given(
+    kind=st.sampled_from(list(ToolKind)),
+    rule=st.none() | decisions | st.just(lambda args: "ask"),
+    kind_rules=st.dictionaries(st.sampled_from(list(ToolKind)), decisions),
+    override=st.none() | decisions,
+    mode=decisions,
+    always=st.booleans(),
+)
+def test_approval_shortcut_matches_the_rules(
+    kind: ToolKind, rule: Any, kind_rules: dict[ToolKind, str], override: str | None,
+    mode: str, always: bool,
+) -> None:  # fmt: skip
+    def job() -> None: ...
+
+    tool = define_tool(job, kind=kind, approval=rule, registry=None)
+    policy = Policy(
+        kind_approval=kind_rules,  # type: ignore[arg-type]
+        overrides={"job": override} if override else {},  # type: ignore[dict-item]
+        approval_mode=mode,  # type: ignore[arg-type]
+        always_allowed={"job"} if always else set(),
+    )
+    assert policy.approval_for(tool, {}) == _reference_approval(policy, tool, {})
+    assert policy.approval_for(tool) == _reference_approval(policy, tool, {})
+
+
+async def test_arguments_reach_predicates_events_and_custom_policies(
+    registry: ToolRegistry,
+) -> None:
+    seen: list[Any] = []
+
+    def big(n: int) -> bool:
+        seen.append(("rule", n))
+        return n > 10
+
+    def count(n: int) -> int:
+        return n
+
+    define_tool(count)
+    define_tool(count, name="guarded", approval=lambda args: big(args["n"]))
+
+    class Custom(Policy):
+        def approval_for(self, tool: Any, arguments: Any = None) -> Any:
+            seen.append(("policy", dict(arguments)))
+            return super().approval_for(tool, arguments)
+
+    started: list[Any] = []
+    ex = Executor(registry, policy=Custom())
+    ex.bus.subscribe(started.append, types=["started"])
+    assert (await ex.call("count", '{"n": 3}')).text == "3"
+    assert (await ex.call("guarded", '{"n": 30}')).status == "denied"  # asks; no approver
+    assert seen == [("policy", {"n": 3}), ("policy", {"n": 30}), ("rule", 30)]
+    assert [e.arguments for e in started if isinstance(e, CallStarted)] == [{"n": 3}]
+
+    seen.clear()
+    plain = Executor(registry)  # the plain Policy: arguments dumped only for the predicate
+    assert (await plain.call("count", '{"n": 3}')).text == "3"
+    assert (await plain.call("guarded", '{"n": 5}')).text == "5"
+    assert seen == [("rule", 5)]
+    plain.bus.subscribe(started.append, types=["started"])
+    assert (await plain.call("count", {"n": 4})).text == "4"
+    assert started[-1].arguments == {"n": 4}
+
+
+# --------------------------------------------------------------------------- registry keys
+
+
+def test_lookup_and_stats_by_key_or_by_name_agree() -> None:
+    def fetch_page() -> None: ...
+
+    reg = ToolRegistry()
+    tool = define_tool(fetch_page, name="Fetch-Page", registry=reg)
+    assert tool.key == "fetch_page"
+    for name in ("fetch_page", "Fetch-Page", " FETCH page ", "fetch-page"):
+        assert reg.get(name) is tool
+        reg.record_call(name, 0.5)
+    reg.record_call("other", 1.0)  # unknown: ignored
+    stats = reg.stats("fetch_page")
+    assert (stats.calls, stats.mean) == (4, 0.5)
+    reg.unregister("fetch_page")
+    reg.record_call("fetch_page", 0.5)
+    assert reg.get("fetch_page") is None
+    assert "fetch_page" not in reg.stats()
+
+
+def test_stats_recorded_from_many_threads_are_exact() -> None:
+    def job() -> None: ...
+
+    reg = ToolRegistry()
+    define_tool(job, registry=reg)
+    per_thread = 5000
+
+    def record(failed: bool) -> None:
+        for _ in range(per_thread):
+            reg.record_call("job", 0.001, failed)
+
+    threads = [threading.Thread(target=record, args=(i % 2 == 0,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    partial = reg.stats("job")  # reading while recording: a consistent snapshot
+    assert partial.calls <= 4 * per_thread
+    for t in threads:
+        t.join()
+    stats = reg.stats("job")
+    assert (stats.calls, stats.failures) == (4 * per_thread, 2 * per_thread)
+    assert stats.mean == pytest.approx(0.001)
+    assert stats.p95 == pytest.approx(0.001)
+    reg.reset_stats()
+    assert reg.stats("job").calls == 0
