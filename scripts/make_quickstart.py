@@ -1,10 +1,17 @@
 """Build notebooks/01-quickstart.ipynb from the cells below and execute it, so the saved outputs
-are exactly what the code prints (nbval then checks them, strictly, in ``dev.sh test``).
+are exactly what the kernel sent (nbval then checks them, strictly, in ``dev.sh test``).
 
     .venv/bin/python scripts/make_quickstart.py            # rebuild + execute + write
     .venv/bin/python scripts/make_quickstart.py --no-run   # rebuild without outputs
 
 Edit the cells here, not in the notebook file.
+
+Why a call takes two cells. ``h = %tool ...`` shows the call's live view and returns at once; the
+call runs as a background task that starts only after that cell has finished. The view's saved
+snapshot is therefore always the one taken when it was first shown (nbclient and nbval both
+ignore the later refresh, which belongs to a cell that has already finished), and the next cell,
+``await h``, shows the result. That keeps every saved output deterministic for nbval's strict
+mode; call ids, durations and the working directory are masked by notebooks/nbval-sanitize.cfg.
 """
 
 from __future__ import annotations
@@ -25,28 +32,35 @@ CELLS: list[tuple[str, str]] = [
         """\
 # kode_nb quickstart
 
-kode_nb turns typed, documented Python functions into tools an LLM agent can call, and runs them
-under validation, policy, approval, timeouts and cancellation — with a typed event for every step.
+kode_nb turns typed, documented Python functions into **tools** an LLM agent can call, and runs
+each call the way a model makes it: arguments checked against a schema, policy, approval for
+anything that changes things, timeouts, cancellation, and an event for every step.
 
-This notebook uses the kernel-free core directly (`@kode_nb.tool`, `Executor`), exactly as you would
-in a script. The `%%tool` magic, live widgets and agents come with the notebook layer.""",
+This notebook is the tour from the notebook side. Run the cells from top to bottom
+(<kbd>Shift</kbd>+<kbd>Enter</kbd>); one of them will ask you to click a button.""",
     ),
-    ("py", "import json\n\nimport kode_nb\nfrom kode_nb import CallbackApprover, Executor"),
+    (
+        "md",
+        "Load the extension. It adds the magics `%%tool`, `%tool`, `%tools`, `%policy` and `%approval`:",
+    ),
+    ("py", "%load_ext kode_nb"),
     (
         "md",
         """\
 ## 1. A function becomes a tool
 
-Type hints give the argument schema, the docstring gives the descriptions. The decorator returns a
-`Tool` and registers it in the current registry (define = register).""",
+`%%tool` runs the cell and turns every function it defines into a tool. The type hints become
+the argument schema, the docstring the descriptions the model reads. The card below shows the
+parameters; open **JSON schema the model sees** to read the exact schema, in the format of each
+provider.""",
     ),
     (
         "py",
         '''\
+%%tool
 from typing import Literal
 
 
-@kode_nb.tool
 def convert_temperature(value: float, to: Literal["celsius", "fahrenheit"] = "celsius") -> str:
     """Convert a temperature between Celsius and Fahrenheit.
 
@@ -56,195 +70,184 @@ def convert_temperature(value: float, to: Literal["celsius", "fahrenheit"] = "ce
     """
     if to == "celsius":
         return f"{(value - 32) * 5 / 9:.1f} °C"
-    return f"{value * 9 / 5 + 32:.1f} °F"
-
-
-convert_temperature''',
+    return f"{value * 9 / 5 + 32:.1f} °F"''',
     ),
-    ("md", "The tool is still a plain function when you call it yourself:"),
+    ("md", "It is still a plain function when you call it yourself:"),
     ("py", 'convert_temperature(212, to="celsius")'),
     (
         "md",
         """\
 ## 2. The schema the model sees
 
-`tool.parameters` is the JSON Schema sent to the model, exactly.""",
-    ),
-    ("py", "print(json.dumps(convert_temperature.parameters, indent=2))"),
-    (
-        "md",
-        "The registry exports every tool in each provider's format — OpenAI (here in strict mode) "
-        "and Anthropic:",
+`%%tool` registered a `Tool` in the session's registry. Its `parameters` are the JSON Schema the
+model is sent, exactly:""",
     ),
     (
         "py",
         """\
-registry = kode_nb.default_registry()
-print(json.dumps(registry.to_openai(strict=True), indent=2))""",
-    ),
-    ("py", "print(json.dumps(registry.to_anthropic(), indent=2))"),
-    (
-        "md",
-        """\
-## 3. Calling it like a model would
+import json
 
-An `Executor` looks the tool up, validates the arguments, checks policy and approval, and runs it
-under a timeout. `call` never raises because a tool failed: it returns a `ToolResult`. The notebook
-runs an event loop, so `await` works at the top level of a cell.""",
-    ),
-    (
-        "py",
-        """\
-executor = Executor()
-result = await executor.call("convert_temperature", {"value": 212})
-print(result.status, "->", result.text)""",
-    ),
-    ("md", "Models send arguments as a JSON string; that works too:"),
-    (
-        "py",
-        """\
-result = await executor.call("convert_temperature", '{"value": 37, "to": "fahrenheit"}')
-print(result.status, "->", result.text)""",
-    ),
-    (
-        "md",
-        """\
-Bad arguments never reach the function. The model gets a message naming each wrong field, so it can
-correct itself on the next turn:""",
-    ),
-    (
-        "py",
-        """\
-result = await executor.call("convert_temperature", {"value": "hot", "to": "kelvin"})
-print(result.status, result.is_error)
-print(result.text)""",
-    ),
-    ("md", "A misspelled tool name gets a hint:"),
-    (
-        "py",
-        """\
-result = await executor.call("convert_temprature", {"value": 0})
-print(result.status, "->", result.text)""",
-    ),
-    (
-        "md",
-        """\
-## 4. Tools that change things ask first
+import kode_nb
 
-Tools of a mutating kind (`edit`, `delete`, `move`, `execute`) ask for approval by default. An
-approver decides: here a plain function wrapped in `CallbackApprover` — it returns `True` to approve
-or a string to deny with that reason, which the model sees.""",
+tool = kode_nb.default_registry().get("convert_temperature")
+print(json.dumps(tool.parameters, indent=2))""",
+    ),
+    (
+        "md",
+        """\
+`%tools show convert_temperature --format anthropic` shows the whole tool the way a provider wants
+it (also `openai`, `openai-strict`, `gemini` and `mcp`); the card above has all of them under
+**JSON schema the model sees**.""",
+    ),
+    (
+        "md",
+        """\
+## 3. A call by hand
+
+`%tool NAME key=value ...` calls the tool the way a model would: through the executor, which
+validates the arguments, checks the policy, asks for approval if needed and runs the tool under
+a timeout. The cell returns at once with a *handle* while the call runs in the background; its
+live view fills in as it goes.""",
+    ),
+    ("py", "h = %tool convert_temperature value=212"),
+    (
+        "md",
+        "`await` the handle for the result (`h.done()`, `h.result()` and `h.cancel()` work too):",
+    ),
+    ("py", "await h"),
+    (
+        "md",
+        """\
+## 4. A bad call and its error
+
+Bad arguments never reach the function. The model gets a message naming each wrong field, so it
+can correct itself on its next turn:""",
+    ),
+    ("py", "bad = %tool convert_temperature value=hot to=kelvin"),
+    ("py", "result = await bad\nprint(result.status)\nprint(result.text)"),
+    (
+        "md",
+        """\
+## 5. Tools that change things ask first
+
+Every tool has a **kind**: `read`, `search`, `fetch`, `think` and `other` run straight away;
+`edit`, `delete`, `move` and `execute` change things, so a call **asks for approval** first.
+`write_note` is an `edit` tool:""",
     ),
     (
         "py",
         '''\
-notes: dict[str, str] = {}
+%%tool --kind edit
+NOTES: dict[str, str] = {}
 
 
-@kode_nb.tool(kind="edit")
-def save_note(title: str, text: str) -> str:
+def write_note(title: str, text: str) -> str:
     """Save a short note under a title.
 
     Args:
         title: The note's title.
         text: What to write.
     """
-    notes[title] = text
-    return f"Saved note {title!r} ({len(text)} characters)."
-
-
-def reviewer(request):
-    print(f"asked to approve {request.tool}({json.dumps(request.arguments)})")
-    if "password" in request.arguments["text"].lower():
-        return "Notes must not contain passwords."
-    return True
-
-
-careful = Executor(approver=CallbackApprover(reviewer))''',
+    NOTES[title] = text
+    return f"Saved note {title!r} ({len(text)} characters)."''',
     ),
-    (
-        "py",
-        """\
-result = await careful.call("save_note", {"title": "groceries", "text": "eggs, milk"})
-print(result.status, "->", result.text)""",
-    ),
-    (
-        "py",
-        """\
-result = await careful.call("save_note", {"title": "wifi", "text": "password: hunter2"})
-print(result.status, "->", result.text)
-print(notes)""",
-    ),
-    ("md", "With no approver at all, a call that must ask is refused — never run silently:"),
-    (
-        "py",
-        """\
-result = await Executor().call("save_note", {"title": "todo", "text": "write tests"})
-print(result.status, "->", result.text)""",
-    ),
+    ("py", 'h = %tool write_note title=groceries text="eggs, milk"'),
     (
         "md",
         """\
-## 5. Streaming updates
+**Click Approve** in the call above: nothing is written until you do. *Deny* sends your
+reason back to the model; *Always allow this tool* stops asking for the rest of the session.
 
-A tool written as an async generator streams: every item it yields is an update, the last one is
-the result. Updates travel as events on the executor's bus, which is how the notebook widgets will
-show them live.""",
+Then run the next cell. If nobody has clicked yet — you used *Run All*, or the notebook is being
+tested — it approves for you with `h.approve()` (the same decision the button makes; `h.deny(reason)`
+is the other one), then waits for the result.""",
     ),
     (
         "py",
-        '''\
-import asyncio
-
-
-@kode_nb.tool
-async def count_down(start: int = 3):
-    """Count down to lift-off.
-
-    Args:
-        start: The number to count down from.
-    """
-    for n in range(start, 0, -1):
-        yield f"{n}..."
-        await asyncio.sleep(0)
-    yield "lift-off!"
-
-
-updates = []
-subscription = executor.bus.subscribe(lambda event: updates.append(event.data), types=["update"])
-result = await executor.call("count_down", {"start": 3})
-subscription.close()
-print("updates:", updates)
-print("result: ", result.text)''',
+        """\
+if h.status == "waiting for approval":
+    h.approve()
+await h""",
     ),
+    ("py", "NOTES"),
     (
         "md",
         """\
 ## 6. Every step is an event
 
-Subscribing to the bus shows the life of a call. Here, the denied `save_note` call again: requested,
-approval asked, approval resolved, failed. The same events feed the audit log (`JsonlAuditLog`) and,
-soon, the notebook's live views.""",
+The executor reports each step of a call as a typed event: requested, approval asked and
+answered (by whom), started, completed — or failed, timed out, cancelled. The live views are
+drawn from these events, and `kode_nb.magics.get_session().bus.subscribe(...)` hands them to your
+own code (an audit log, a test). The events of the `write_note` call:""",
     ),
     (
         "py",
         """\
-events = []
-subscription = careful.bus.subscribe(events.append)
-await careful.call("save_note", {"title": "wifi", "text": "password: hunter2"})
-subscription.close()
-for event in events:
-    note = getattr(event, "reason", None) or getattr(event, "message", "")
-    print(f"{event.type:<19} {note}".rstrip())""",
+for event in h.events:
+    by = f" (by {event.decided_by})" if event.type == "approval_resolved" else ""
+    print(event.type + by)""",
     ),
+    (
+        "md",
+        """\
+## 7. A streaming tool
+
+A tool written as an async generator streams: every item it yields is an update, shown live as it
+arrives; the last one is the result. (A plain function can stream too: declare a `ctx: ToolContext`
+parameter and call `ctx.on_update(...)`.) Updates are coalesced, so even 100,000 of them reach the
+browser as a few dozen small messages.""",
+    ),
+    (
+        "py",
+        '''\
+%%tool --kind read
+import asyncio
+
+
+async def count_down(start: int = 5):
+    """Count down to lift-off, one number every 0.3 seconds.
+
+    Args:
+        start: The number to count down from.
+    """
+    for n in range(start, 0, -1):
+        yield f"{n}… "
+        await asyncio.sleep(0.3)
+    yield "lift-off!"''',
+    ),
+    ("py", "countdown = %tool count_down start=5"),
+    (
+        "py",
+        """\
+await countdown
+print("streamed:", countdown.view.text)
+print("result:  ", countdown.result().text)""",
+    ),
+    (
+        "md",
+        """\
+## 8. The registry and the policy
+
+`%tools` lists the tools with their call statistics (`%tools show NAME`, `%tools remove NAME`,
+`--kind` and `--group` filters):""",
+    ),
+    ("py", "%tools"),
+    (
+        "md",
+        """\
+`%policy` shows what may run: allow and deny lists (tool names, `group:`, `kind:`, `category:`),
+profiles, which kinds ask, and the directories file tools may touch. `%policy deny kind:edit`
+would refuse `write_note` outright; `%approval auto` runs what would ask, without asking.""",
+    ),
+    ("py", "%policy"),
     (
         "md",
         """\
 ## Next
 
-The rest of what works today — tools from raw JSON Schema and `inputConfig`, groups and profiles,
-policies, timeouts, concurrency limits, cancellation and the JSONL audit log — is described in the
-README. Notebook magics, widgets, agents and MCP are coming.""",
+Settings live in `%config KodeMagics` (approval timeout, concurrency limit, update rate, display
+style). Everything here also works without Jupyter: `kode_nb.tool`, `Executor` and the event bus
+are plain Python — see the README.""",
     ),
 ]
 
@@ -278,7 +281,13 @@ def execute(nb: object) -> None:
         os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(state, "runtime")
         # kernel "python3" with argv[0] "python" runs as sys.executable: this venv's Python.
         client = NotebookClient(
-            nb, kernel_name="python3", timeout=60, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+            nb,
+            kernel_name="python3",
+            timeout=60,
+            # The widget models' state would only be a stale copy of what the outputs' text/html
+            # snapshots already show (a call's later updates belong to a finished cell).
+            store_widget_state=False,
+            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
         )
         client.execute()
 
