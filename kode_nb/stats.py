@@ -1,7 +1,9 @@
 """Per-tool call statistics kept by the registry: counts, failures, mean and p95 duration.
 
-Recording a call is the executor's hot path: a lock, three additions and a bounded append.
-The mean covers every call; the p95 (nearest rank) covers the last :data:`STATS_WINDOW` calls.
+Recording a call is the executor's hot path, so it takes no lock: the duration is appended to
+the tool's inbox (``deque.append`` is atomic), and the inbox is folded into the counts under the
+registry's lock when it fills up or when stats are read. The mean covers every call; the p95
+(nearest rank) covers the last :data:`STATS_WINDOW` calls.
 """
 
 from __future__ import annotations
@@ -71,27 +73,45 @@ class RegistryStats(Mapping[str, ToolStats]):
 
 
 class CallCounter:
-    """Mutable counters of one tool (guarded by the registry's lock)."""
+    """Counters of one tool: :meth:`add` from any thread; the rest under the registry's lock."""
 
-    __slots__ = ("calls", "failures", "total", "window")
+    __slots__ = ("calls", "failures", "inbox", "total", "window")
 
     def __init__(self) -> None:
         self.calls = 0
         self.failures = 0
         self.total = 0.0
         self.window: deque[float] = deque(maxlen=STATS_WINDOW)
+        self.inbox: deque[tuple[float, bool]] = deque()
+        """Calls recorded but not yet counted: ``(duration, failed)``."""
 
-    def add(self, duration: float, failed: bool) -> None:
-        self.calls += 1
-        self.total += duration
-        self.window.append(duration)
-        if failed:
-            self.failures += 1
+    def add(self, duration: float, failed: bool) -> bool:
+        """Record one call (thread-safe, no lock); True when the inbox should be settled."""
+        inbox = self.inbox
+        inbox.append((duration, failed))
+        return len(inbox) >= _INBOX_LIMIT
+
+    def settle(self) -> None:
+        """Fold the inbox into the counts (call with the registry's lock held)."""
+        inbox = self.inbox
+        while inbox:
+            duration, failed = inbox.popleft()
+            self.calls += 1
+            self.total += duration
+            self.window.append(duration)
+            if failed:
+                self.failures += 1
 
     def snapshot(self, name: str) -> ToolStats:
+        """The stats so far (call with the registry's lock held)."""
+        self.settle()
         if not self.calls:
             return ToolStats(name=name)
         ordered = sorted(self.window)
         p95 = ordered[max(math.ceil(0.95 * len(ordered)), 1) - 1]
         mean = self.total / self.calls
         return ToolStats(name=name, calls=self.calls, failures=self.failures, mean=mean, p95=p95)
+
+
+_INBOX_LIMIT = 256
+"""Recorded calls a counter's inbox holds before the recorder settles it."""
