@@ -290,12 +290,24 @@ def event_to_dict(event: Any) -> dict[str, Any]:
 class JsonlAuditLog:
     """A subscriber that appends one JSON line per event to a file (or an open text stream).
 
+    Secrets (values of ``*_KEY``/``*_TOKEN``/``*_SECRET``/``*PASSWORD*`` environment variables,
+    provider keys, bearer tokens, credential-named fields) are redacted unless
+    ``redact_secrets=False``.
+
     >>> bus.subscribe(JsonlAuditLog("audit.jsonl"))
     """
 
-    def __init__(self, target: str | Path | IO[str], *, include_updates: bool = True) -> None:
+    def __init__(
+        self,
+        target: str | Path | IO[str],
+        *,
+        include_updates: bool = True,
+        redact_secrets: bool = True,
+    ) -> None:
         self._lock = threading.Lock()
         self.include_updates = include_updates
+        self.redact_secrets = redact_secrets
+        """Pass every line through :func:`kode_nb.redact.redact` (API keys, tokens, passwords)."""
         if isinstance(target, (str, Path)):
             self.path: Path | None = Path(target)
             self._stream: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
@@ -308,7 +320,12 @@ class JsonlAuditLog:
     def __call__(self, event: Any) -> None:
         if not self.include_updates and event.type == "update":
             return
-        line = json.dumps(event_to_dict(event), ensure_ascii=False, default=str)
+        data = event_to_dict(event)
+        if self.redact_secrets:
+            from kode_nb.redact import redact
+
+            data = redact(data)
+        line = json.dumps(data, ensure_ascii=False, default=str)
         with self._lock:
             self._stream.write(line + "\n")
             self._stream.flush()

@@ -169,6 +169,33 @@ async def test_audit_log_writes_one_json_line_per_executor_event(
     assert failure["result"]["text"] == "Tool 'explode' raised OSError: disk on fire"
 
 
+@pytest.mark.anyio
+async def test_the_audit_log_redacts_secrets_unless_told_not_to(
+    registry: ToolRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", "s3cr3t-service-value")
+
+    def login(user: str, password: str, note: str) -> str:
+        """Log in."""
+        return f"logged in {user} ({note})"
+
+    define_tool(login)
+    ex = Executor(registry)
+    arguments = {"user": "ada", "password": "hunter2-long", "note": "key s3cr3t-service-value"}
+    redacted, raw = tmp_path / "redacted.jsonl", tmp_path / "raw.jsonl"
+    with JsonlAuditLog(redacted) as safe, JsonlAuditLog(raw, redact_secrets=False) as unsafe:
+        ex.bus.subscribe(safe)
+        ex.bus.subscribe(unsafe)
+        result = await ex.call("login", arguments)
+    assert result.text == "logged in ada (key s3cr3t-service-value)"  # the tool saw real values
+    text = redacted.read_text(encoding="utf-8")
+    assert "hunter2-long" not in text
+    assert "s3cr3t-service-value" not in text
+    assert "[REDACTED]" in text
+    assert json.loads(text.splitlines()[0])["arguments"]["user"] == "ada"
+    assert "hunter2-long" in raw.read_text(encoding="utf-8")
+
+
 # --------------------------------------------------------------------------- executor sequences
 
 

@@ -45,6 +45,7 @@ HELPER_MODULES = [
     "kode_nb.issues",
     "kode_nb.plugins",
     "kode_nb.raw_schema",
+    "kode_nb.redact",
     "kode_nb.schema",
     "kode_nb.schema_dialects",
     "kode_nb.selectors",

@@ -29,11 +29,11 @@ from kode_nb.agents.events import (
     TurnStarted,
 )
 from kode_nb.agents.loop import Agent, AgentRunResult
-from kode_nb.agents.redact import REDACTED, redact, redact_text
 from kode_nb.agents.result import RunStatus, RunUsage
 from kode_nb.agents.subagent import AgentDefinition, ModelSpec, register_subagent, subagent_tool
 from kode_nb.agents.toolset import NarrowedPolicy, resolve_tools
 from kode_nb.agents.trace import SCHEMA, Span, Trace
+from kode_nb.redact import REDACTED, redact, redact_text
 
 __all__ = [
     "AGENT_EVENT_TYPES",

@@ -12,9 +12,10 @@ secrets are replaced by ``[REDACTED]``:
 * the whole value of a mapping key that names a credential (``api_key``, ``apiKey``,
   ``authorization``, ``password``, ``secret``, ``token``, ``access_token``, ``x-api-key``, …).
 
-The trace recorder (:mod:`kode_nb.agents.trace`) runs every value through :func:`redact`
-before storing it, so JSON and OpenTelemetry exports never hold a secret; displays should pass
-any text they show through :func:`redact_text`.
+The trace recorder (:mod:`kode_nb.agents.trace`) and :class:`~kode_nb.JsonlAuditLog` run every
+value through :func:`redact` before storing it, so traces, their JSON and OpenTelemetry exports
+and audit logs never hold a secret; displays should pass any text they show through
+:func:`redact_text`.
 """
 
 from __future__ import annotations
