@@ -58,6 +58,9 @@ def load_ipython_extension(ipython: Any) -> None:
             previous = formatters[mime].for_type_by_name(module, name, func)
             installed.append((mime, module, name, func, previous))
     magics.installed_formatters = installed
+    from kode_nb.magics.mcp_magics import connect_configured
+
+    connect_configured(magics)  # MCP servers of a config file: background task, never raises
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -19,7 +19,7 @@ from IPython.core.magic import (
     no_var_expand,
 )
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import CaselessStrEnum, Float, Int, TraitError, observe, validate
+from traitlets import CaselessStrEnum, Float, Int, TraitError, Unicode, observe, validate
 
 if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
@@ -66,6 +66,13 @@ class KodeMagics(Magics):
     ).tag(config=True)
     default_timeout = Float(
         30.0, help="Seconds before a call of a tool without its own timeout is stopped (0 = none)."
+    ).tag(config=True)
+
+    mcp_config = Unicode(
+        "",
+        help="A TOML file of [servers.NAME] MCP servers to connect when the extension loads "
+        "(in the background). Empty: .kode_nb/mcp.toml, else kode_nb.toml's [mcp] tables, in "
+        "the working directory, if present.",
     ).tag(config=True)
 
     _session: KodeSession | None = None  # set before __init__ runs: config may fire observers
@@ -232,6 +239,26 @@ class KodeMagics(Magics):
         self.approval_mode = mode
         self.session.policy.set_approval_mode(cast("ApprovalMode", mode))  # even if unchanged here
         print(f"Approval mode: {mode} ({APPROVAL_MODES[mode]})")
+
+    # ------------------------------------------------------------------ %mcp (mcp_magics.py)
+
+    @line_magic
+    def mcp(self, line: str) -> Any:
+        """Connect MCP servers and serve the notebook's tools over MCP.
+
+        Usage::
+
+            %mcp connect NAME -- CMD ARGS...   |   %mcp connect NAME URL
+            %mcp list  |  %mcp tools NAME  |  %mcp disconnect NAME
+            %mcp serve [--port N] [--tools PATTERN ...]  |  %mcp stop
+
+        Connecting and serving run in the background (the cell returns at once). Calls from MCP
+        clients go through the session's executor; their approval prompts appear under the
+        ``%mcp serve`` cell. See :mod:`kode_nb.magics.mcp_magics`.
+        """
+        from kode_nb.magics.mcp_magics import mcp_line
+
+        return mcp_line(self.session, line)
 
     # ------------------------------------------------------------------ agents (agent_magics.py)
 

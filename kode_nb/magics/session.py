@@ -29,6 +29,7 @@ from kode_nb.types import ToolResult
 if TYPE_CHECKING:
     from kode_nb.approval import ApprovalDecision, ApprovalRequest
     from kode_nb.magics.kode_magics import KodeMagics
+    from kode_nb.magics.mcp_magics import NotebookMcp
     from kode_nb.tools import Tool
     from kode_nb.ui.handle import CallHandle
 
@@ -112,8 +113,18 @@ class KodeSession:
         self._loop_thread = threading.get_ident()
         self._sigint_previous: Any = None
         self._kernel_previous: Any = None
+        self._mcp: NotebookMcp | None = None
         self._install_interrupt()
         shell.events.register("post_run_cell", self._after_cell)
+
+    @property
+    def mcp(self) -> NotebookMcp:
+        """MCP servers connected and served from this kernel (``%mcp``), made on first use."""
+        if self._mcp is None:
+            from kode_nb.magics.mcp_magics import NotebookMcp
+
+            self._mcp = NotebookMcp(self)
+        return self._mcp
 
     # ------------------------------------------------------------------ settings
 
@@ -268,6 +279,8 @@ class KodeSession:
 
     def close(self) -> None:
         """Cancel running calls, stop listening, restore the interrupt handler."""
+        if self._mcp is not None:  # stop serving, disconnect MCP servers
+            self._mcp.close()
         self.executor.close()
         self._subscription.close()
         self._restore_interrupt()

@@ -1,0 +1,344 @@
+"""The notebook's MCP endpoint (``%mcp serve``): a :class:`NotebookServer` and its panel.
+
+:class:`NotebookServer` serves the session's registry with :func:`kode_nb.mcp.serve` on the
+kernel's loop. Every call from an MCP client runs through the session's executor (so policy,
+approval, limits and the session's event bus apply) under a call id ``mcp_<hex>``, and its live
+:class:`~kode_nb.ui.call_view.CallView` is added to the *panel* that ``%mcp serve`` displayed:
+no cell runs when an outside client calls, so that cell's output is where its approval prompt
+and progress appear (the session's approver finds the view through ``session.views``).
+
+Imported when a command needs it (it imports ipywidgets); see :mod:`kode_nb.magics.mcp_magics`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import html
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as W  # type: ignore[import-untyped]
+
+from kode_nb.executor import Executor
+from kode_nb.types import ToolResult
+from kode_nb.ui.call_view import CallView
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
+    from kode_nb.magics.session import KodeSession
+    from kode_nb.mcp.server import McpServerHandle
+    from kode_nb.ui.approval import ApprovalPrompt
+
+__all__ = ["NotebookServer", "StatusLine"]
+
+
+class StatusLine:
+    """One line of output, replaced in place (``update_display_data``) when the state changes."""
+
+    def __init__(self, session: KodeSession, text: str) -> None:
+        self.text = text
+        self._handle: DisplayHandle | None = None
+
+    def _bundle(self) -> dict[str, str]:
+        return {"text/plain": self.text, "text/html": f"<code>{html.escape(self.text)}</code>"}
+
+    def show(self) -> None:
+        from IPython.display import display
+
+        self._handle = display(self._bundle(), raw=True, display_id=True)
+
+    def set(self, text: str) -> None:
+        self.text = text
+        if self._handle is not None:
+            self._handle.update(self._bundle(), raw=True)
+
+
+class _ServedCallView(CallView):
+    """A call view that tells its server when an approval prompt appears in it."""
+
+    server: NotebookServer | None = None
+
+    def show_approval(self, prompt: ApprovalPrompt) -> None:
+        super().show_approval(prompt)
+        if self.server is not None:
+            self.server._asked()
+
+
+class _ServedExecutor(Executor):
+    """What :func:`kode_nb.mcp.serve` calls: hands each call to the session's executor (the
+    current one, also after ``%config`` rebuilt it) with a view in the panel."""
+
+    def __init__(self, server: NotebookServer) -> None:
+        super().__init__(server.session.registry, max_concurrency=None)
+        self._server = server
+
+    async def call(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        run_id: str | None = None,
+        parent_call_id: str | None = None,
+        on_update: Callable[[Any], object] | None = None,
+        approver: Any = None,
+    ) -> ToolResult:
+        return await self._server._call(name, arguments, on_update)
+
+
+class NotebookServer:
+    """The notebook's tools served over streamable HTTP on 127.0.0.1 (``%mcp serve``)."""
+
+    def __init__(
+        self, session: KodeSession, *, port: int, patterns: list[str] | None, name: str
+    ) -> None:
+        self.session = session
+        self.port = port
+        """The port it listens on (127.0.0.1)."""
+        self.patterns = tuple(patterns) if patterns is not None else None
+        """The tool name patterns served (``None``: every tool)."""
+        self.name = name
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        """The endpoint to give MCP clients."""
+        self.handle: McpServerHandle | None = None
+        """The running :class:`~kode_nb.mcp.McpServerHandle` once started."""
+        self.error: BaseException | None = None
+        """Why it could not start."""
+        self.views: dict[str, Any] = {}
+        """Live views of outside calls in flight, by call id."""
+        self.results: list[ToolResult] = []
+        """The results of finished outside calls, oldest first."""
+        self.on_stop: Callable[[NotebookServer], None] | None = None
+        self.stopped = False
+        self._task: asyncio.Task[None] | None = None
+        self._waiters: list[asyncio.Future[bool]] = []
+        self._executor = _ServedExecutor(self)
+        self._widgets = session.style == "widget"
+        self._status = "starting"
+        self._header: Any = None
+        self._panel: Any = None
+        self._display: DisplayHandle | None = None
+        self._shown_in: object = None
+
+    # ------------------------------------------------------------------ what is served
+
+    def tool_names(self) -> list[str]:
+        """The names served right now."""
+        if self.patterns is None:
+            return self.session.registry.names()
+        return [
+            t.name
+            for t in self.session.registry.list()
+            if any(
+                fnmatch.fnmatchcase(t.name, p) or fnmatch.fnmatchcase(t.key, p.lower())
+                for p in self.patterns
+            )
+        ]
+
+    def describe(self) -> str:
+        names = self.tool_names()
+        listed = ", ".join(names) if len(names) <= 8 else ", ".join(names[:8]) + ", ..."
+        return f"{len(names)} tool{'' if len(names) == 1 else 's'} ({listed}) at {self.url}"
+
+    def __repr__(self) -> str:
+        return f"<NotebookServer {self.url} {self._status}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(
+            self._start(), name=f"kode_nb MCP serve {self.port}"
+        )
+
+    async def _start(self) -> None:
+        from kode_nb.mcp.server import serve
+
+        try:
+            handle = await serve(
+                self.session.registry, port=self.port, tools=self.patterns,
+                executor=self._executor, name=self.name,
+            )  # fmt: skip
+        except Exception as exc:  # reported in the panel; `await server` raises it
+            self.error = exc
+            self._finish_stop(f"could not start: {exc}")
+            return
+        self.handle = handle
+        if self.stopped:
+            handle.stop()
+        else:
+            self._set_status("listening")
+
+    def __await__(self) -> Any:
+        return self._wait_started().__await__()
+
+    async def _wait_started(self) -> NotebookServer:
+        """Wait until it listens; raise why it could not start."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def stop(self) -> None:
+        """Stop listening (the port is free when this returns) and cancel outside calls in
+        flight. Idempotent."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.handle is not None:
+            self.handle.stop()
+        elif self._task is not None:
+            self._task.cancel()
+        for call_id in list(self.views):
+            self.session.executor.cancel(call_id=call_id, reason="the MCP server was stopped")
+        self._finish_stop("stopped")
+
+    def _finish_stop(self, status: str) -> None:
+        self.stopped = True
+        self._executor.close()
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(False)
+        self._set_status(status)
+        if self.on_stop is not None:
+            self.on_stop(self)
+
+    # ------------------------------------------------------------------ outside calls
+
+    async def _call(
+        self, name: str, arguments: Any, on_update: Callable[[Any], object] | None
+    ) -> ToolResult:
+        session = self.session
+        call_id = f"mcp_{uuid.uuid4().hex[:10]}"
+        tool = session.registry.get(name)
+        view: Any = None
+        if self._widgets and tool is not None:
+            view = _ServedCallView(
+                tool=tool.name, kind=tool.kind.value, arguments=arguments, call_id=call_id,
+                rate=session.settings.update_rate,
+            )  # fmt: skip
+            view.server = self
+            self.views[call_id] = view
+            session.views[call_id] = view  # the session's approver puts its prompt there
+            self._panel.children = (*self._panel.children, view)
+
+        def updates(data: Any) -> None:
+            if view is not None:
+                view.on_update(data)
+            if on_update is not None:
+                on_update(data)
+
+        result: ToolResult | None = None
+        try:
+            result = await session.executor.call(
+                name, arguments, call_id=call_id, on_update=updates
+            )
+            return result
+        finally:
+            if result is None:
+                result = ToolResult.error(
+                    "The call was cancelled.", status="cancelled", tool=name, call_id=call_id
+                )
+            session.views.pop(call_id, None)
+            self.views.pop(call_id, None)
+            self.results.append(result)
+            if view is not None:
+                view.finish(result)
+
+    # ------------------------------------------------------------------ approvals
+
+    def waiting_prompt(self) -> ApprovalPrompt | None:
+        """The oldest approval prompt of an outside call still waiting for a decision."""
+        for view in self.views.values():
+            prompt = getattr(view, "prompt", None)
+            if prompt is not None and not prompt.future.done():
+                return prompt  # type: ignore[no-any-return]
+        return None
+
+    def _asked(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(True)
+        self._waiters.clear()
+
+    async def approval(self, timeout: float | None = None) -> bool:
+        """Wait until an outside call waits for approval: True (False once stopped)."""
+        if self.waiting_prompt() is not None:
+            return True
+        if self.stopped or not self._widgets:
+            return False
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        return await asyncio.wait_for(future, timeout)
+
+    def approve(self, *, always: bool = False) -> bool:
+        """Approve the oldest waiting outside call, as its Approve button does."""
+        from kode_nb.approval import approve
+
+        prompt = self.waiting_prompt()
+        return prompt is not None and prompt.decide(approve(always=always, by="notebook"))
+
+    def deny(self, reason: str | None = None) -> bool:
+        """Deny the oldest waiting outside call (the client gets ``isError`` with ``reason``)."""
+        from kode_nb.approval import deny
+
+        prompt = self.waiting_prompt()
+        return prompt is not None and prompt.decide(deny(reason, by="notebook"))
+
+    # ------------------------------------------------------------------ display
+
+    def _header_html(self) -> str:
+        colour = {"listening": "#2f855a", "starting": "#b7791f"}.get(self._status, "#c53030")
+        return (
+            f"<b>MCP server</b> <span style='color:{colour}'>{html.escape(self._status)}</span>"
+            f" — {html.escape(self.describe())}<br><small>Calls from MCP clients appear below; "
+            "those that need approval wait for your click.</small>"
+        )
+
+    def _bundle(self) -> dict[str, str]:
+        return {
+            "text/plain": f"MCP server {self._status}: {self.describe()}",
+            "text/html": self._header_html(),
+        }
+
+    def show(self) -> None:
+        """Display the panel (once per cell; ``%mcp serve`` does)."""
+        from IPython.display import display
+
+        self._shown_in = getattr(self.session.shell, "execution_count", None)
+        if self._widgets:
+            if self._panel is None:
+                self._header = W.HTML(self._header_html())
+                self._panel = _Panel(self, [self._header])
+            display(self._panel)
+        else:
+            self._display = display(self._bundle(), raw=True, display_id=True)
+
+    def _ipython_display_(self) -> None:
+        if getattr(self.session.shell, "execution_count", None) != self._shown_in:
+            self.show()  # shown by the magic in this cell already otherwise
+
+    def _set_status(self, status: str) -> None:
+        self._status = status
+        if self._header is not None:
+            self._header.value = self._header_html()
+        if self._display is not None:
+            with contextlib.suppress(Exception):
+                self._display.update(self._bundle(), raw=True)
+
+
+class _Panel(W.VBox):  # type: ignore[misc]
+    """The served endpoint's header and the views of the calls made to it."""
+
+    def __init__(self, server: NotebookServer, children: list[Any]) -> None:
+        self.server = server
+        super().__init__(children, layout=W.Layout(border="1px solid #9ab", padding="4px 8px"))
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
+        data.update(self.server._bundle())
+        return data

@@ -1,0 +1,235 @@
+"""Build notebooks/05-mcp.ipynb from the cells below and execute it, so the saved outputs are
+exactly what the kernel sent (nbval checks them, strictly).
+
+    .venv/bin/python scripts/make_mcp_notebook.py            # rebuild + execute + write
+    .venv/bin/python scripts/make_mcp_notebook.py --no-run   # rebuild without outputs
+
+Edit the cells here, not in the notebook file. The notebook starts ``notebooks/mcp_demo_server.py``
+as a subprocess (stdio), then serves its own tools on 127.0.0.1 and calls them with an MCP client
+in the same kernel. Connecting and serving return at once; the saved snapshot of a status line or
+a live view is the one taken when it was first shown. Ports and call ids are masked by
+notebooks/nbval-sanitize.cfg. The one approval is decided by ``srv.approve()`` when nobody clicks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "05-mcp.ipynb"
+
+CELLS: list[tuple[str, str]] = [
+    (
+        "md",
+        """\
+# MCP: use a server's tools, serve your own
+
+The [Model Context Protocol](https://modelcontextprotocol.io) lets any agent use any tool server.
+This notebook connects to a small MCP server shipped next to it (`mcp_demo_server.py`, started as a
+subprocess), calls its tools with progress shown live, then serves the notebook's *own* tools over
+streamable HTTP on 127.0.0.1 and calls one from an MCP client — with the approval prompt appearing
+here, in the notebook.""",
+    ),
+    ("py", "%load_ext kode_nb"),
+    (
+        "md",
+        """\
+## 1. Connect a server
+
+`%mcp connect NAME -- CMD ARGS...` starts a stdio server (`%mcp connect NAME URL` reaches an HTTP
+one). The cell returns at once; the status line turns into the server's tool list when it is up.
+Servers listed in `kode_nb.toml` (`[mcp.servers.NAME]`) connect by themselves at `%load_ext`.""",
+    ),
+    ("py", "import sys\n%mcp connect demo -- {sys.executable} mcp_demo_server.py"),
+    (
+        "py",
+        "from kode_nb.magics import get_session\n\nmcp = get_session().mcp\nawait mcp.ready()",
+    ),
+    (
+        "md",
+        """\
+Its tools are now kode_nb tools (category `mcp`); their kinds come from the server's annotations:
+read-only tools run at once, the destructive one asks first.""",
+    ),
+    ("py", "%mcp tools demo"),
+    (
+        "md",
+        """\
+## 2. Call a tool, with progress
+
+`count_slowly` sends a progress notification at each step; they stream into the call's view as
+they arrive:""",
+    ),
+    ("py", "h = %tool count_slowly steps=5 delay=0.3"),
+    ("py", "r = await h\nprint(r.status, '|', r.text)\nprint(h.view.text)"),
+    ("py", "%mcp list"),
+    (
+        "md",
+        """\
+## 3. Serve the notebook's tools
+
+Two notebook tools: one reads, one writes.""",
+    ),
+    (
+        "py",
+        '''\
+%%tool --kind read
+def shout(text: str) -> str:
+    """Say it louder.
+
+    Args:
+        text: What to say.
+    """
+    return text.upper() + "!"''',
+    ),
+    (
+        "py",
+        '''\
+%%tool --kind edit
+NOTES: dict[str, str] = {}
+
+
+def save_note(title: str, text: str) -> str:
+    """Save a note under a title.
+
+    Args:
+        title: The note's title.
+        text: What to write.
+    """
+    NOTES[title] = text
+    return f"Saved {title!r}."''',
+    ),
+    (
+        "md",
+        """\
+`%mcp serve` serves them (`--tools` takes name patterns; without it, every tool) over streamable
+HTTP on 127.0.0.1, from this kernel. Calls from MCP clients run through the notebook's executor —
+policy, approval, timeouts — and each shows up **in this cell's output**, with its approval
+prompt. `%mcp stop` (or shutting the kernel down) frees the port.""",
+    ),
+    ("py", "srv = %mcp serve --tools shout save_note"),
+    (
+        "md",
+        """\
+Any MCP client can now use `srv.url`. Here the client is kode_nb's own, in this same kernel, with
+its own registry and executor. (The client approves automatically: the *server* side — this
+notebook — is where a person decides.)""",
+    ),
+    (
+        "py",
+        """\
+from kode_nb import AutoApprove, Executor, ToolRegistry
+from kode_nb.mcp import connect
+
+await srv
+client = await connect("notebook", url=srv.url)
+outside = ToolRegistry()
+client.register(outside)
+caller = Executor(outside, approver=AutoApprove())
+print(client.server_info.name, "offers:", [t.name for t in client.tools])""",
+    ),
+    ("py", 'r = await caller.call("shout", {"text": "hello from an MCP client"})\nprint(r.text)'),
+    (
+        "md",
+        """\
+`save_note` is an `edit` tool, so the notebook asks before running it. The client's call waits in
+the background while the prompt appears in the `%mcp serve` cell's output above:""",
+    ),
+    (
+        "py",
+        """\
+import asyncio
+
+pending = asyncio.ensure_future(
+    caller.call("save_note", {"title": "mcp", "text": "written by an MCP client"})
+)""",
+    ),
+    (
+        "md",
+        """\
+**Click Approve** in the `%mcp serve` output. If nobody has clicked — *Run All*, or the notebook is
+being tested — the next cell waits for the prompt and approves it with `srv.approve()`, the same
+decision the button makes (`srv.deny(reason)` sends the client an error result):""",
+    ),
+    (
+        "py",
+        """\
+if await srv.approval(timeout=30):
+    srv.approve()
+r = await pending
+print(r.status, "|", r.text)
+print(NOTES)""",
+    ),
+    (
+        "md",
+        """\
+## 4. Clean up
+
+Close the client, stop serving (the port is free when `%mcp stop` returns) and stop the demo server.
+Unloading the extension or shutting the kernel down does the same.""",
+    ),
+    (
+        "py",
+        "await client.disconnect()\n%mcp stop\n%mcp disconnect demo\n%mcp list",
+    ),
+]
+
+
+def build() -> object:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    for kind, source in CELLS:
+        if kind == "md":
+            nb.cells.append(nbformat.v4.new_markdown_cell(source))
+        else:
+            nb.cells.append(nbformat.v4.new_code_cell(source))
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:02d}"
+    return nb
+
+
+def execute(nb: object) -> None:
+    from nbclient import NotebookClient
+
+    with tempfile.TemporaryDirectory(prefix="kode_nb-mcp-") as state:
+        os.environ["IPYTHONDIR"] = os.path.join(state, "ipython")
+        os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(state, "runtime")
+        client = NotebookClient(
+            nb,
+            kernel_name="python3",
+            timeout=60,
+            store_widget_state=False,
+            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+        )
+        client.execute()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-run", action="store_true", help="write the cells without outputs")
+    parser.add_argument("--output", type=Path, default=NOTEBOOK, help="where to write")
+    args = parser.parse_args(argv)
+
+    import nbformat
+
+    nb = build()
+    if not args.no_run:
+        execute(nb)
+    nbformat.validate(nb)
+    args.output.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,287 @@
+"""``%mcp`` in a real kernel: config servers connect in the background at load, ``%mcp serve``
+serves the notebook's tools to a real MCP client (run in a thread of the test process, not in
+the kernel), approval prompts for outside calls are clicked in the ``%mcp serve`` cell's output,
+and ``%mcp stop`` / kernel shutdown leave no port bound and no server process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .harness import Kernel
+
+pytest.importorskip("mcp.client", reason="the MCP SDK is not installed")
+
+DEMO = Path(__file__).resolve().parents[2] / "notebooks" / "mcp_demo_server.py"
+
+CONFIG = f"""\
+[other]
+ignored = true
+
+[mcp.servers.demo]
+command = [{json.dumps(sys.executable)}, {json.dumps(str(DEMO))}]
+
+[mcp.servers.broken]
+command = ["/nonexistent/mcp-server"]
+connect_timeout = 5
+"""
+
+WRITER = '''%%tool --kind edit
+WROTE = []
+
+def write_note(title: str, text: str) -> str:
+    """Write a note.
+
+    Args:
+        title: Its title.
+        text: What to write.
+    """
+    WROTE.append(title)
+    return f"wrote {title}"
+'''
+
+
+def _start(tmp: Path) -> Kernel:
+    (tmp / "kode_nb.toml").write_text(CONFIG, encoding="utf-8")
+    return Kernel(tmp)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    k = _start(tmp_path_factory.mktemp("mcp-kernel"))
+    try:
+        yield k
+    finally:
+        k.close()
+
+
+def _port_free(port: int) -> bool:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.close()
+
+
+class ClientCall:
+    """One MCP ``tools/call`` made by the SDK's client from a thread of the test process."""
+
+    def __init__(self, url: str, tool: str, arguments: dict[str, Any]) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(url, tool, arguments))
+        self.thread.start()
+
+    def _run(self, url: str, tool: str, arguments: dict[str, Any]) -> None:
+        from mcp.client.session import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def go() -> Any:
+            async with (
+                streamable_http_client(url) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await session.call_tool(tool, arguments)
+
+        try:
+            self.result = asyncio.run(go())
+        except BaseException as exc:  # reported by wait()
+            self.error = exc
+
+    def wait(self, timeout: float = 30) -> Any:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the MCP client got no answer"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def test_config_servers_connect_in_the_background_at_load(kernel: Kernel) -> None:
+    load = kernel.ok("%load_ext kode_nb")
+    # the cell returned while the servers were still connecting
+    kernel.ok("from kode_nb.magics import get_session\nmcp = get_session().mcp")
+    assert kernel.value("mcp.states['demo']") == "connecting"
+    kernel.ok("states = await mcp.ready()")
+    assert kernel.value("states['demo']") == "connected"
+    assert kernel.value("states['broken']").startswith("failed: ")
+    report = kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "stream" and "MCP servers from kode_nb.toml" in m["content"]["text"]
+        )
+    )
+    assert report["parent_header"]["msg_id"] == load.msg_id  # shown under %load_ext
+    text = report["content"]["text"]
+    assert "demo (3 tools)" in text
+    assert "broken failed (" in text
+    listing = kernel.ok("%mcp list").stdout
+    assert "demo    connected" in listing
+    assert "broken  failed" in listing
+
+
+def test_a_connected_servers_tool_streams_progress(kernel: Kernel) -> None:
+    assert "count_slowly  read" in kernel.ok("%mcp tools demo").stdout
+    kernel.ok("h = %tool count_slowly steps=3 delay=0.05")
+    kernel.ok("r = await h")
+    assert kernel.value("r.text") == "counted to 3"
+    lines = ["[1/3] step 1 of 3", "[2/3] step 2 of 3", "[3/3] step 3 of 3"]
+    assert kernel.value("h.view.text.splitlines()") == repr(lines)
+
+
+def test_connect_reports_in_the_cell_and_disconnect_removes_the_tools(kernel: Kernel) -> None:
+    run = kernel.ok(f"%mcp connect again -- {sys.executable} {DEMO}")
+    assert run.text() == "MCP server 'again' (stdio): connecting…"
+    kernel.ok("await mcp.ready()")
+    final = kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "update_display_data"
+            and "'again': connected, 3 tools" in m["content"]["data"]["text/plain"]
+        )
+    )
+    assert final["parent_header"]["msg_id"] == run.msg_id
+    # the names clashed with demo's tools, so they are prefixed
+    assert "again_word_count" in kernel.ok("%mcp tools again").stdout
+    out = kernel.ok("%mcp disconnect again").stdout
+    assert "Disconnected MCP server 'again' (3 tools removed)" in out
+    assert kernel.value("get_session().registry.has('again_word_count')") == "False"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("%mcp frobnicate", "unknown subcommand 'frobnicate'"),
+        ("%mcp connect", "needs a server NAME"),
+        ("%mcp connect x --", "give the command after '--'"),
+        ("%mcp connect x ftp://host/mcp", "'ftp://host/mcp' is not a URL"),
+        ("%mcp connect 9bad http://127.0.0.1:1/mcp", "bad MCP server name"),
+        ("%mcp connect demo http://127.0.0.1:1/mcp", "'demo' is already connected"),
+        ("%mcp tools nosuch", "no MCP server named 'nosuch'; servers: demo, broken"),
+        ("%mcp tools", "needs one server NAME"),
+        ("%mcp disconnect nosuch", "no MCP server named 'nosuch'"),
+        ("%mcp tools broken", "MCP server 'broken' is failed: "),
+        ("%mcp stop", "nothing is being served"),
+        ("%mcp serve --port x", "argument --port: invalid int value"),
+        ("%mcp serve --port 70000", "--port must be 0..65535"),
+        ("%mcp list extra", "takes no arguments"),
+    ],
+)
+def test_bad_input_is_a_usage_error(kernel: Kernel, line: str, message: str) -> None:
+    run = kernel.run(line)
+    assert run.status == "error"
+    assert message in run.error_text, run.error_text
+
+
+def test_serving_a_port_in_use_is_a_usage_error(kernel: Kernel) -> None:
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1]
+        run = kernel.run(f"%mcp serve --port {port}")
+        assert run.status == "error"
+        assert f"port {port} on 127.0.0.1 is in use" in run.error_text
+    finally:
+        taken.close()
+
+
+@pytest.fixture(scope="module")
+def served(kernel: Kernel) -> Iterator[str]:
+    """The notebook's write_note tool served over MCP; yields the URL."""
+    kernel.ok(WRITER)
+    run = kernel.ok("srv = %mcp serve --tools write_note\nawait srv")
+    assert "MCP server starting: 1 tool (write_note) at http://127.0.0.1:" in run.text()
+    url = kernel.value("srv.url")
+    assert "already serving" in kernel.run("%mcp serve").error_text
+    yield url
+    kernel.ok("%mcp stop")
+
+
+@pytest.mark.parametrize("button", ["Approve", "Deny"])
+def test_an_outside_call_asks_in_the_serve_cell(kernel: Kernel, served: str, button: str) -> None:
+    start = len(kernel.log)
+    call = ClientCall(served, "write_note", {"title": button, "text": "hi"})
+    kernel.click(kernel.button(button, start, timeout=30))
+    result = call.wait()
+    ran = kernel.value(f"{button!r} in WROTE")
+    if button == "Approve":
+        assert not result.is_error
+        assert result.content[0].text == "wrote Approve"
+        assert ran == "True"
+    else:
+        assert result.is_error
+        assert "denied" in result.content[0].text.lower()
+        assert ran == "False"
+    # the prompt was inside the call's view, inside the panel %mcp serve displayed
+    view = "srv._panel.children[-1]"
+    assert kernel.value(f"type({view}).__name__") == "_ServedCallView"
+    assert kernel.value(f"{view}.prompt.decision.approved") == str(button == "Approve")
+    assert kernel.value(f"{view}.call_id.startswith('mcp_')") == "True"
+    assert kernel.value("srv.results[-1].status") == ("ok" if button == "Approve" else "denied")
+
+
+def test_the_server_object_decides_like_the_buttons(kernel: Kernel, served: str) -> None:
+    call = ClientCall(served, "write_note", {"title": "by-api", "text": "hi"})
+    kernel.ok("assert await srv.approval(timeout=30)")
+    assert kernel.value("srv.approve()") == "True"
+    assert call.wait().content[0].text == "wrote by-api"
+    assert kernel.value("srv.approve()") == "False"  # nothing waits any more
+
+
+def test_stop_frees_the_port(kernel: Kernel, served: str) -> None:
+    port = int(served.split(":")[2].split("/")[0])
+    assert not _port_free(port)
+    assert kernel.ok("%mcp stop").stdout.strip() == f"Stopped serving {served}."
+    assert _port_free(port)
+    assert "nothing is being served" in kernel.run("%mcp stop").error_text
+    kernel.ok("srv = %mcp serve --tools write_note\nawait srv")  # again, for the fixture's stop
+
+
+def _children_running(pid: int, needle: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid and needle in cmdline and stat.rsplit(")", 1)[1].split()[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_kernel_shutdown_stops_servers_and_frees_the_port(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    k = _start(tmp_path_factory.mktemp("mcp-shutdown"))
+    try:
+        k.ok("%load_ext kode_nb\nfrom kode_nb.magics import get_session")
+        k.ok("await get_session().mcp.ready()\nsrv = %mcp serve\nawait srv")
+        port = int(k.value("srv.port"))
+        pid = int(k.value("__import__('os').getpid()"))
+        assert _children_running(pid, "mcp_demo_server.py")
+        assert not _port_free(port)
+    finally:
+        k.kc.stop_channels()
+        k.km.shutdown_kernel(now=False)  # a shutdown_request, as a front end sends
+    deadline = time.monotonic() + 15
+    while _children_running(pid, "mcp_demo_server.py") or os.path.exists(f"/proc/{pid}/stat"):
+        assert time.monotonic() < deadline, "the kernel or its MCP server process is still running"
+        time.sleep(0.1)
+    assert _port_free(port)
