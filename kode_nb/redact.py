@@ -20,8 +20,10 @@ and audit logs never hold a secret; displays should pass any text they show thro
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,23 +51,63 @@ _SECRET_KEY = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=2048)
 def is_secret_key(key: str) -> bool:
     """Whether a mapping key names a credential (its whole value is redacted)."""
     return bool(_SECRET_KEY.match(key.strip()))
 
 
+_SECRET_NAMES: dict[str, bool] = {}
+"""Memo of ``_ENV_NAME.search`` per variable name (names repeat; values are always read fresh)."""
+
+_HINT = re.compile(r"authorization|bearer|sk-|gh[pousr]_|github_pat_|xox|akia|aiza", re.IGNORECASE)
+"""Something every pattern match contains: one cheap search before the substitutions."""
+
+
+def _is_secret_name(name: str) -> bool:
+    known = _SECRET_NAMES.get(name)
+    if known is None:
+        if len(_SECRET_NAMES) > 4096:
+            _SECRET_NAMES.clear()
+        known = _SECRET_NAMES[name] = bool(_ENV_NAME.search(name))
+    return known
+
+
+_NAMES_TTL = 1.0
+"""Seconds a scan of ``os.environ``'s names is reused while its length is unchanged."""
+_names_cache: tuple[int, float, tuple[str, ...]] | None = None
+
+
+def _secret_names(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Names of secret-looking variables. Iterating ``os.environ`` decodes every entry, so for
+    it the scan is reused until a variable is added or removed, or for at most ``_NAMES_TTL``
+    seconds; values are always read fresh, so a changed value is never missed."""
+    global _names_cache
+    if env is not os.environ:
+        return tuple(name for name in env if _is_secret_name(name))
+    now, size = time.monotonic(), len(env)
+    cached = _names_cache
+    if cached is not None and cached[0] == size and now - cached[1] < _NAMES_TTL:
+        return cached[2]
+    names = tuple(name for name in env if _is_secret_name(name))
+    _names_cache = (size, now, names)
+    return names
+
+
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values in the environment now (longest first, so overlaps redact fully)."""
     env = os.environ if environ is None else environ
-    found = {
-        value
-        for name, value in env.items()
-        if _ENV_NAME.search(name) and len(value.strip()) >= _MIN_ENV_SECRET
-    }
+    found = set()
+    for name in _secret_names(env):
+        value = env.get(name)
+        if value is not None and len(value.strip()) >= _MIN_ENV_SECRET:
+            found.add(value)
     return sorted(found, key=len, reverse=True)
 
 
 def _sub_patterns(text: str) -> str:
+    if _HINT.search(text) is None:
+        return text
     text = _PATTERNS[0].sub(lambda m: m.group(1) + REDACTED, text)
     text = _PATTERNS[1].sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
     for pattern in _PATTERNS[2:]:

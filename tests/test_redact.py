@@ -110,3 +110,18 @@ def test_other_objects_are_redacted_as_text() -> None:
     assert redact(Thing(), environ={}) == f"thing with {REDACTED}"
     assert redact(b"bytes sk-abcdefghijklmnop", environ={}) == f"bytes {REDACTED}"
     assert redact({"s": {3, 1}}, environ={}) == {"s": [1, 3]}
+
+
+def test_environment_secrets_follow_added_changed_and_removed_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    environment_secrets()  # warm the scan of names
+    monkeypatch.setenv("LATE_API_KEY", "first-secret-value")
+    assert "first-secret-value" in environment_secrets()  # a new name is seen at once
+    monkeypatch.setenv("LATE_API_KEY", "second-secret-value")
+    secrets = environment_secrets()
+    assert "second-secret-value" in secrets  # a changed value is read fresh
+    assert "first-secret-value" not in secrets
+    monkeypatch.delenv("LATE_API_KEY")
+    assert "second-secret-value" not in environment_secrets()
+    assert redact_text("x second-secret-value") == "x second-secret-value"
