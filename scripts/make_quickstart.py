@@ -16,11 +16,12 @@ mode; call ids, durations and the working directory are masked by notebooks/nbva
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _notebook_builder
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "01-quickstart.ipynb"
@@ -252,61 +253,13 @@ are plain Python — see the README.""",
 ]
 
 
+
 def build() -> object:
-    import nbformat
-
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-    }
-    for kind, source in CELLS:
-        if kind == "md":
-            nb.cells.append(nbformat.v4.new_markdown_cell(source))
-        else:
-            nb.cells.append(nbformat.v4.new_code_cell(source))
-    # stable cell ids keep diffs of the saved notebook small
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{i:02d}"
-    return nb
-
-
-def execute(nb: object) -> None:
-    from nbclient import NotebookClient
-
-    # Kernel state stays out of ~/.ipython and ~/.local/share/jupyter.
-    with tempfile.TemporaryDirectory(prefix="kode_nb-quickstart-") as state:
-        os.environ["IPYTHONDIR"] = os.path.join(state, "ipython")
-        os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(state, "runtime")
-        # kernel "python3" with argv[0] "python" runs as sys.executable: this venv's Python.
-        client = NotebookClient(
-            nb,
-            kernel_name="python3",
-            timeout=60,
-            # The widget models' state would only be a stale copy of what the outputs' text/html
-            # snapshots already show (a call's later updates belong to a finished cell).
-            store_widget_state=False,
-            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-        )
-        client.execute()
+    return _notebook_builder.build(CELLS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-run", action="store_true", help="write the cells without outputs")
-    parser.add_argument("--output", type=Path, default=NOTEBOOK, help="where to write")
-    args = parser.parse_args(argv)
-
-    import nbformat
-
-    nb = build()
-    if not args.no_run:
-        execute(nb)
-    nbformat.validate(nb)
-    args.output.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
-    print(f"wrote {args.output}", file=sys.stderr)
-    return 0
+    return _notebook_builder.main(CELLS, NOTEBOOK, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
