@@ -56,7 +56,7 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         )
         self.reason = W.Text(
             placeholder="reason for denying (optional, the model sees it)",
-            layout=W.Layout(width="30em"),
+            layout=W.Layout(width="26em"),
         )
         self.status = W.HTML(self._waiting_html())
         self.approve_button.on_click(lambda _b: self._clicked(approve(by=DECIDED_BY)))
@@ -64,7 +64,10 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         self.deny_button.on_click(
             lambda _b: self._clicked(deny(self.reason.value.strip() or None, by=DECIDED_BY))
         )
-        row = W.HBox([self.approve_button, self.deny_button, self.reason, self.always_button])
+        row = W.HBox(
+            [self.approve_button, self.deny_button, self.reason, self.always_button],
+            layout=W.Layout(flex_flow="row wrap"),  # narrow cells wrap rather than clip
+        )
         info = W.HTML(approval_html(request, arguments=show_arguments))
         super().__init__([info, row, self.status])
 
