@@ -3,12 +3,15 @@
 # fast when everything is already installed.
 #
 #   bash scripts/dev.sh lab   [jupyter lab args...]  install, then JupyterLab on the quickstart notebook
-#   bash scripts/dev.sh test  [pytest args...]       install, then ruff, mypy, pytest, nbval (strict)
+#   bash scripts/dev.sh test  [pytest args...]       install, then ruff, mypy, pytest, nbval (strict);
+#                                                    the kernel tests also run on ipykernel 6, from a
+#                                                    second venv .venv-ipykernel6
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
 #   bash scripts/dev.sh install                      only create/update .venv
 #
 # Environment: PYTHON (default python3) builds the venvs; KODE_NB_FORCE_INSTALL=1 reinstalls even
-# when pyproject.toml has not changed.
+# when pyproject.toml has not changed. `test` exports KODE_NB_EXTRA_KERNELS (kernelspec names, comma
+# separated) for tests/kernel: the kernels to run the approval and stream tests on besides python3.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,6 +20,8 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 VENV="$ROOT/.venv"
 BENCH_VENV="$ROOT/.venv-bench"
+IPYKERNEL6_VENV="$ROOT/.venv-ipykernel6"
+IPYKERNEL6_KERNEL=kode-ipykernel6
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 # the browser is Debian's chromium, never a download
 export JUPYTER_PLATFORM_DIRS=1 # silences jupyter_core's platformdirs DeprecationWarning
@@ -26,12 +31,16 @@ die() { printf 'dev.sh: %s\n' "$*" >&2; exit 2; }
 
 # ------------------------------------------------------------------------------------------ install
 
-# ensure_venv VENV EXTRAS: create VENV if missing and `pip install -e ".[EXTRAS]"` into it, unless
-# the stamp file says this exact pyproject.toml (and extras) is already installed.
+# ensure_venv VENV EXTRAS [REQUIREMENT...]: create VENV if missing and `pip install -e ".[EXTRAS]"`
+# (`-e .` when EXTRAS is empty) and the REQUIREMENTs into it, unless the stamp file says this exact
+# pyproject.toml (and extras and requirements) is already installed.
 ensure_venv() {
-    local venv="$1" extras="$2" stamp want
+    local venv="$1" extras="$2" stamp want target=.
+    shift 2
+    if [[ -n "$extras" ]]; then target=".[$extras]"; fi
     stamp="$venv/.kode_nb-install-stamp"
-    want="$(cat pyproject.toml <(echo "extras=$extras") | sha256sum | cut -d' ' -f1)"
+    want="$(cat pyproject.toml <(echo "extras=$extras") <(printf 'requirement=%s\n' "$@") \
+        | sha256sum | cut -d' ' -f1)"
     if [[ ! -x "$venv/bin/python" ]]; then
         command -v "$PYTHON" >/dev/null || die "no '$PYTHON' on PATH (set PYTHON=/path/to/python3.10+)"
         "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
@@ -43,10 +52,11 @@ ensure_venv() {
         && (cd / && "$venv/bin/python" -c 'import kode_nb' 2>/dev/null); then
         return 0
     fi
-    log "installing kode_nb[$extras] into ${venv#"$ROOT"/} (pyproject.toml changed or first run)"
+    log "installing $(printf '%s ' "kode_nb${extras:+[$extras]}" "$@")into ${venv#"$ROOT"/}" \
+        "(pyproject.toml changed or first run)"
     rm -f "$stamp"
     # (explicit `|| return`: `set -e` is off inside a function called from `step ... ||`)
-    "$venv/bin/python" -m pip install --quiet -e ".[$extras]" || return 1
+    "$venv/bin/python" -m pip install --quiet -e "$target" "$@" || return 1
 
     # ---- labextension build (coming) -------------------------------------------------------------
     # When labextension/ exists (TypeScript JupyterLab extension, built with jlpm from the venv),
@@ -70,6 +80,29 @@ ensure_chromium() {
     DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
         >/dev/null || return 1
+}
+
+# ensure_ipykernel6: the notebook layer must work on ipykernel 6 as well as 7 (the dev venv's). A
+# second venv with kode_nb and ipykernel 6, registered as the kernelspec `kode-ipykernel6` in the
+# Jupyter data dir (call after use_jupyter_state) and named in KODE_NB_EXTRA_KERNELS for the tests.
+ensure_ipykernel6() {
+    ensure_venv "$IPYKERNEL6_VENV" "" "ipykernel>=6.29,<7" || return 1
+    register_kernel "$IPYKERNEL6_KERNEL" "Python 3 (kode_nb, ipykernel 6)" \
+        "$IPYKERNEL6_VENV/bin/python" || return 1
+    export KODE_NB_EXTRA_KERNELS="$IPYKERNEL6_KERNEL"
+}
+
+# register_kernel NAME DISPLAY_NAME PYTHON: a kernelspec NAME in $JUPYTER_DATA_DIR/kernels whose
+# kernel is PYTHON's ipykernel.
+register_kernel() {
+    local dir="$JUPYTER_DATA_DIR/kernels/$1"
+    mkdir -p "$dir" || return 1
+    "$3" -c 'import json, sys
+path, display_name, python = sys.argv[1:]
+argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+spec = {"argv": argv, "display_name": display_name, "language": "python"}
+with open(path, "w") as f:
+    json.dump(spec, f, indent=1)' "$dir/kernel.json" "$2" "$3"
 }
 
 # ---------------------------------------------------------------------------- isolated Jupyter state
@@ -133,6 +166,8 @@ cmd_test() {
     trap "rm -rf '$scratch'" EXIT
     use_jupyter_state "$scratch"
     export PATH="$VENV/bin:$PATH"
+    # The kernel tests run on ipykernel 6 too (tests/kernel/conftest.py reads KODE_NB_EXTRA_KERNELS).
+    step ipykernel6 ensure_ipykernel6
 
     step ruff "$VENV/bin/ruff" check
     step mypy "$VENV/bin/mypy"
@@ -145,7 +180,7 @@ cmd_test() {
 
     printf '\n\033[1m== kode_nb test summary ==\033[0m\n'
     for i in "${!STEPS[@]}"; do
-        printf '  %-8s %-16s %6.1f s\n' "${STEPS[$i]}" "${RESULTS[$i]}" \
+        printf '  %-10s %-16s %6.1f s\n' "${STEPS[$i]}" "${RESULTS[$i]}" \
             "$(awk "BEGIN{print ${TIMES[$i]}/1000}")"
         [[ "${RESULTS[$i]}" == PASS ]] || failed=$((failed + 1))
     done

@@ -400,8 +400,10 @@ class RunView(W.VBox):  # type: ignore[misc]
         """Display the view (again: same display id, so the final refresh reaches every copy)."""
         from IPython.display import display
 
+        from kode_nb.ui.cell_display import display_in_cell
+
         if self.display_handle is None:
-            self.display_handle = display(self, display_id=True)
+            self.display_handle = display_in_cell(self)
         else:
             display(self, display_id=self.display_handle.display_id)
 
@@ -492,10 +494,12 @@ class StaticRunView:
     def show(self) -> None:
         from IPython.display import display
 
+        from kode_nb.ui.cell_display import display_in_cell
+
         if self.style == "text":
             print(f"[{self.agent}] running (run {self.run_id})")
         elif self.display_handle is None:
-            self.display_handle = display(self, display_id=True)
+            self.display_handle = display_in_cell(self)
         else:
             display(self, display_id=self.display_handle.display_id)
 

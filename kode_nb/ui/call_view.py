@@ -153,8 +153,10 @@ class CallView(W.VBox):  # type: ignore[misc]
         """Display the view (again: the same display id, so the final refresh reaches every copy)."""
         from IPython.display import display
 
+        from kode_nb.ui.cell_display import display_in_cell
+
         if self.display_handle is None:
-            self.display_handle = display(self, display_id=True)
+            self.display_handle = display_in_cell(self)
         else:
             display(self, display_id=self.display_handle.display_id)
 

@@ -110,10 +110,12 @@ class StaticCallView:
     def show(self) -> None:
         from IPython.display import display
 
+        from kode_nb.ui.cell_display import display_in_cell
+
         if self.style == "text":
             print(f"[{self.tool}: {STATE_LABELS.get(self.state, self.state)}] call {self.call_id}")
         elif self.display_handle is None:
-            self.display_handle = display(self, display_id=True)
+            self.display_handle = display_in_cell(self)
         else:
             display(self, display_id=self.display_handle.display_id)
 

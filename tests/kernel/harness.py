@@ -70,9 +70,13 @@ class Execution:
 
 
 class Kernel:
-    """One kernel with its state (IPython dir, runtime dir) inside ``tmp``."""
+    """One kernel with its state (IPython dir, runtime dir) inside ``tmp``.
 
-    def __init__(self, tmp: Path) -> None:
+    ``kernel_name`` is a kernelspec: ``python3`` is this venv's ipykernel; ``bash scripts/dev.sh
+    test`` registers others (``kode-ipykernel6``) in its scratch Jupyter data dir.
+    """
+
+    def __init__(self, tmp: Path, kernel_name: str = "python3") -> None:
         env = dict(os.environ)
         env.update(
             IPYTHONDIR=str(tmp / "ipython"),
@@ -81,7 +85,7 @@ class Kernel:
             MPLBACKEND="agg",
             PYDEVD_DISABLE_FILE_VALIDATION="1",
         )
-        self.km = KernelManager(kernel_name="python3", connection_file=str(tmp / "kernel.json"))
+        self.km = KernelManager(kernel_name=kernel_name, connection_file=str(tmp / "kernel.json"))
         self.km.transport = "ipc"
         self.km.ip = str(tmp / "ipc")
         self.km.start_kernel(env=env, cwd=str(tmp))
@@ -90,6 +94,13 @@ class Kernel:
         self.kc.wait_for_ready(timeout=60)
         self.log: list[Msg] = []
         self._seen = 0
+        self.info: dict[str, Any] = self.kc.kernel_info(reply=True, timeout=10)["content"]
+        """The kernel_info reply (``implementation_version``, ``supported_features`` ...)."""
+
+    @property
+    def has_subshells(self) -> bool:
+        """Whether the kernel can create subshells (JEP 91; ipykernel >= 7)."""
+        return "kernel subshells" in self.info.get("supported_features", [])
 
     def close(self) -> None:
         self.kc.stop_channels()

@@ -1,5 +1,8 @@
 """Approvals in a real kernel: clicks arrive as comm messages while the call waits in the
-background, on the main shell and through a kernel subshell; interrupts cancel cleanly."""
+background, on the main shell and through a kernel subshell; interrupts cancel cleanly.
+
+Every test runs on each kernel (ipykernel 7 and, under ``bash scripts/dev.sh test``, ipykernel 6);
+the subshell cases only where the kernel has subshells."""
 
 from __future__ import annotations
 
@@ -7,7 +10,10 @@ import time
 
 import pytest
 
+from .conftest import EVERY_KERNEL
 from .harness import Kernel, Msg
+
+pytestmark = EVERY_KERNEL
 
 SETUP = '''%%tool --kind edit
 RAN = []
@@ -77,6 +83,9 @@ def _comm_id(kernel: Kernel, start: int, model: str) -> str:
 def test_the_tool_runs_after_approve_and_not_after_deny(
     kernel: Kernel, channel: str, button: str
 ) -> None:
+    if channel == "subshell" and not kernel.has_subshells:
+        version = kernel.value("__import__('ipykernel').__version__")
+        pytest.skip(f"ipykernel {version} has no kernel subshells (they came in ipykernel 7)")
     subshell = kernel.create_subshell() if channel == "subshell" else None
     path = f"{channel}-{button}.txt"
     start = len(kernel.log)
@@ -110,6 +119,23 @@ def test_the_tool_runs_after_approve_and_not_after_deny(
     )
     types = kernel.value("[e.type for e in h.events]")
     assert types.startswith("['requested', 'approval_requested', 'approval_resolved'")
+
+
+@pytest.mark.parametrize("style", ["auto", "html"])
+def test_the_final_refresh_goes_to_the_cell_that_started_the_call(
+    kernel: Kernel, style: str
+) -> None:
+    """Even when other cells ran meanwhile (ipykernel 6 has one global parent: the last request)."""
+    kernel.ok(f"%config KodeMagics.display_style = {style!r}")
+    try:
+        start = len(kernel.log)
+        run = kernel.ok("w = %tool wait_for_cancel seconds=0.4")
+        later = kernel.ok("x = 1")
+        final = _final(kernel, start, "wait_for_cancel: ok in ")
+        assert final["parent_header"]["msg_id"] == run.msg_id != later.msg_id
+        assert kernel.value("w.result().text") == "finished"
+    finally:
+        kernel.ok("%config KodeMagics.display_style = 'auto'")
 
 
 def test_the_handle_decides_like_the_buttons(kernel: Kernel) -> None:

@@ -1,5 +1,6 @@
 """Streaming in a real kernel: 100,000 ``on_update`` calls become a few comm messages that
-carry only new text, and the browser's copy ends exactly equal to the kernel's."""
+carry only new text, and the browser's copy ends exactly equal to the kernel's. On each kernel
+(ipykernel 7 and, under ``bash scripts/dev.sh test``, ipykernel 6)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import json
 
 import pytest
 
+from .conftest import EVERY_KERNEL
 from .harness import Kernel, Msg
+
+pytestmark = EVERY_KERNEL
 
 N = 100_000
 
