@@ -4,6 +4,8 @@
 * Every test runs with a fresh :class:`~kode_nb.registry.ToolRegistry` made current with
   :func:`~kode_nb.registry.use_registry`, so define-is-register side effects (``@kode_nb.tool``)
   never leak between tests; the ``registry`` fixture returns that registry.
+* ``kode_ip`` — IPython's shared in-process test shell with ``%load_ext kode_nb`` done, unloaded
+  (and its ``%config KodeMagics`` settings dropped) afterwards.
 * Real network is blocked: connecting to (or resolving) anything but loopback raises
   :class:`NetworkBlockedError`. Loopback keeps working — kernels talk ZMQ over 127.0.0.1 and the MCP
   tests use loopback HTTP.
@@ -44,6 +46,23 @@ def _isolated_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToolRegistry
 def registry(_isolated_registry: ToolRegistry) -> ToolRegistry:
     """The fresh registry that is current for this test (``default_registry()`` returns it)."""
     return _isolated_registry
+
+
+@pytest.fixture
+def kode_ip(registry: ToolRegistry) -> Iterator[Any]:
+    """IPython's in-process test shell with kode_nb loaded; unloaded again after the test."""
+    from IPython.testing.globalipapp import start_ipython
+
+    start_ipython()
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "kode_nb")
+    try:
+        yield shell
+    finally:
+        shell.run_line_magic("unload_ext", "kode_nb")
+        shell.config.pop("KodeMagics", None)  # %config settings outlive the extension
 
 
 # --------------------------------------------------------------------------- no network

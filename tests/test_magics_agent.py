@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 
 from kode_nb import ToolRegistry
 from kode_nb.agents import Agent, AgentDefinition, register_subagent
@@ -24,8 +21,6 @@ from kode_nb.magics.agent_magics import parse_front_matter
 from kode_nb.models import ScriptedModel, call
 from kode_nb.ui.agent_view import RunView, StaticRunView, markdown_html
 from kode_nb.ui.trace_html import TraceDisplay, trace_html, trace_text
-
-EXT = "kode_nb"
 
 SETUP = """
 from pydantic import BaseModel
@@ -70,17 +65,10 @@ Answer: {objective}
 
 
 @pytest.fixture
-def ip(registry: ToolRegistry) -> Iterator[Any]:
-    start_ipython()
-    shell = InteractiveShell.instance()
-    shell.run_line_magic("load_ext", EXT)
-    shell.run_cell(SETUP)
-    shell.run_cell_magic("tool", "--kind read", READ)
-    try:
-        yield shell
-    finally:
-        shell.run_line_magic("unload_ext", EXT)
-        shell.config.pop("KodeMagics", None)
+def ip(kode_ip: Any) -> Any:
+    kode_ip.run_cell(SETUP)
+    kode_ip.run_cell_magic("tool", "--kind read", READ)
+    return kode_ip
 
 
 def _agent(ip: Any, name: str, cell: str) -> None:

@@ -7,22 +7,16 @@ the live, non-blocking path is tested in a real kernel (``tests/kernel``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 
-from kode_nb import ToolRegistry
 from kode_nb.approval import ApprovalRequest
 from kode_nb.magics import get_session
 from kode_nb.magics.call_line import parse_call_arguments
 from kode_nb.magics.session import NotebookApprover
 from kode_nb.ui.terminal import HEADLESS_REASON
-
-EXT = "kode_nb"
 
 TOOLS = '''
 def add(a: int, b: int = 2) -> int:
@@ -56,22 +50,11 @@ def write_note(path: str, text: str) -> str:
 '''
 
 
-def _shell() -> Any:
-    start_ipython()
-    return InteractiveShell.instance()
-
-
 @pytest.fixture
-def ip(registry: ToolRegistry) -> Iterator[Any]:
-    shell = _shell()
-    shell.run_line_magic("load_ext", EXT)
-    shell.run_cell_magic("tool", "", TOOLS)
-    shell.run_cell_magic("tool", "--kind edit", WRITE)
-    try:
-        yield shell
-    finally:
-        shell.run_line_magic("unload_ext", EXT)
-        shell.config.pop("KodeMagics", None)  # %config settings outlive the extension
+def ip(kode_ip: Any) -> Any:
+    kode_ip.run_cell_magic("tool", "", TOOLS)
+    kode_ip.run_cell_magic("tool", "--kind edit", WRITE)
+    return kode_ip
 
 
 def test_call_with_key_values_runs_and_returns_a_done_handle(

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 
 from kode_nb import ToolRegistry, define_tool
 from kode_nb.magics.define_cell import _forget_removed
-
-EXT = "kode_nb"
 
 ADD = '''
 def add(a: int, b: int = 2) -> int:
@@ -27,21 +22,9 @@ def add(a: int, b: int = 2) -> int:
 '''
 
 
-def _shell() -> Any:
-    """IPython's shared test shell (a TerminalInteractiveShell), started once per process."""
-    start_ipython()
-    return InteractiveShell.instance()
-
-
 @pytest.fixture
-def ip(registry: ToolRegistry) -> Iterator[Any]:
-    shell = _shell()
-    shell.run_line_magic("load_ext", EXT)
-    try:
-        yield shell
-    finally:
-        shell.run_line_magic("unload_ext", EXT)
-        shell.config.pop("KodeMagics", None)  # %config settings outlive the extension
+def ip(kode_ip: Any) -> Any:
+    return kode_ip
 
 
 def test_defines_a_tool_with_every_option_and_shows_its_card(

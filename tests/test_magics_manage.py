@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
-from IPython.testing.globalipapp import start_ipython
 
 from kode_nb import ToolRegistry
 from kode_nb.magics import get_session
-
-EXT = "kode_nb"
 
 TOOLS = '''
 def read_note(path: str) -> str:
@@ -36,21 +31,10 @@ def stats(data: dict[str, int]) -> int:
 '''
 
 
-def _shell() -> Any:
-    start_ipython()
-    return InteractiveShell.instance()
-
-
 @pytest.fixture
-def ip(registry: ToolRegistry) -> Iterator[Any]:
-    shell = _shell()
-    shell.run_line_magic("load_ext", EXT)
-    shell.run_cell_magic("tool", "--kind read --group notes", TOOLS)
-    try:
-        yield shell
-    finally:
-        shell.run_line_magic("unload_ext", EXT)
-        shell.config.pop("KodeMagics", None)  # %config settings outlive the extension
+def ip(kode_ip: Any) -> Any:
+    kode_ip.run_cell_magic("tool", "--kind read --group notes", TOOLS)
+    return kode_ip
 
 
 def _out(capsys: pytest.CaptureFixture[str]) -> str:
