@@ -67,6 +67,13 @@ def _final(kernel: Kernel, start: int, text: str, timeout: float = 10) -> Msg:
     )
 
 
+def _until(kernel: Kernel, expr: str, expected: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while (value := kernel.value(expr)) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert value == expected
+
+
 def _comm_id(kernel: Kernel, start: int, model: str) -> str:
     msg = kernel.wait_for(
         lambda m: (
@@ -207,7 +214,8 @@ def test_interrupting_the_idle_kernel_cancels_running_and_waiting_calls(kernel: 
     _final(kernel, start, "wait_for_cancel: cancelled in ")
     _final(kernel, start, "write_note: cancelled in ")
     assert kernel.value("w.status, p.status, 'never.txt' in RAN") == "cancelled cancelled False"
-    assert kernel.value("get_session().executor.running()") == "[]"
+    # The worker thread notices the cancel token within 10 ms; its slot is freed once it ends.
+    _until(kernel, "get_session().executor.running()", "[]")
 
 
 def test_interrupting_a_cell_that_awaits_the_handle_cancels_the_call(kernel: Kernel) -> None:
