@@ -11,7 +11,10 @@ Paths measured (the equivalent of kode_nb's "JSON string in -> validated -> run 
   (validate, run, retries bookkeeping) — with a ``RunContext`` built on ``TestModel``, then
   ``ToolReturnPart.model_response_str()``; also, for reference, the bare
   ``FunctionSchema.validator.validate_json`` + ``FunctionSchema.call``.
-* openai-agents: ``function_tool(fn)`` -> ``await tool.on_invoke_tool(ToolContext, json)`` -> ``str``.
+* openai-agents: the step its runner takes for each function call,
+  ``run_internal.tool_execution.execute_function_tool_calls`` with one ``ToolRunFunction`` (a
+  fresh ``RunContextWrapper`` per call, as each run has one; tracing off); also, for reference,
+  the bare ``function_tool(fn)`` -> ``await tool.on_invoke_tool(ToolContext, json)`` -> ``str``.
 * langchain-core: ``@tool`` -> ``await t.ainvoke(json.loads(s))`` -> ``str``.
 * smolagents: tools are sync only (``@tool`` rejects ``async def``). Measured as its
   ``ToolCallingAgent.execute_tool_call`` does: ``json.loads`` + ``validate_tool_arguments`` (a
@@ -168,6 +171,44 @@ async def _oai_invoke(fn: Callable[..., Any]) -> tuple[AsyncOp, AsyncOp]:
     return op, bad_op
 
 
+async def _oai_execute(fn: Callable[..., Any]) -> tuple[AsyncOp, AsyncOp]:
+    """The step its runner takes for each function call of a turn: ``execute_function_tool_calls``
+    (approval check, tool guardrails, hooks, error handling, then ``on_invoke_tool``)."""
+    from agents import Agent, RunConfig, RunHooks, function_tool
+    from agents.run_context import RunContextWrapper
+    from agents.run_internal.agent_bindings import bind_public_agent
+    from agents.run_internal.run_steps import ToolRunFunction
+    from agents.run_internal.tool_execution import execute_function_tool_calls
+    from openai.types.responses import ResponseFunctionToolCall
+
+    _oai_quiet()
+    ft = function_tool(fn, name_override="add")
+    bindings = bind_public_agent(Agent(name="bench", tools=[ft]))
+    hooks: RunHooks[Any] = RunHooks()
+    config = RunConfig(tracing_disabled=True)
+
+    async def run(arguments: str) -> str:
+        call = ResponseFunctionToolCall(
+            type="function_call", call_id="call_1", name="add", arguments=arguments
+        )
+        results, _, _ = await execute_function_tool_calls(
+            bindings=bindings,
+            tool_runs=[ToolRunFunction(tool_call=call, function_tool=ft)],
+            hooks=hooks,
+            context_wrapper=RunContextWrapper(context=None),
+            config=config,
+        )
+        return str(results[0].output)
+
+    async def op() -> str:
+        return await run(ARGS_JSON)
+
+    async def bad_op() -> str:
+        return await run(ARGS_BAD)
+
+    return op, bad_op
+
+
 def _oai_define(fn: Callable[..., Any]) -> Any:
     from agents import function_tool
 
@@ -319,7 +360,20 @@ PEERS: tuple[Peer, ...] = (
         name="openai-agents",
         dist="openai-agents",
         import_stmt="import agents",
-        async_calls=(("function_tool -> on_invoke_tool -> str", _oai_invoke, "", False),),
+        async_calls=(
+            (
+                "execute_function_tool_calls (runner step)",
+                _oai_execute,
+                "full path: hooks, guardrails, approval check; tracing off",
+                False,
+            ),
+            (
+                "function_tool -> on_invoke_tool -> str",
+                _oai_invoke,
+                "bare tool body, reference",
+                True,
+            ),
+        ),
         sync_calls=(("on_invoke_tool (sync tool)", _oai_invoke, "asyncio.to_thread hop", False),),
         define=("function_tool(fn).params_json_schema", _oai_define, "builds a pydantic model"),
     ),

@@ -201,16 +201,15 @@ class EventBus:
     def __init__(self, *, on_error: Callable[[Any, BaseException], object] | None = None) -> None:
         self._subs: tuple[Subscription, ...] = ()
         self._wants_updates = False
+        self.active = False
+        """Some subscriber exists (event objects are worth building). Read-only: kept up to date
+        by :meth:`subscribe` and :meth:`unsubscribe` (a plain attribute: the executor reads it
+        several times per call)."""
         self._lock = threading.Lock()
         self.on_error = on_error
         """Called with ``(event, exception)`` when a subscriber raises (after logging)."""
         self.errors: int = 0
         """How many subscriber failures have been reported."""
-
-    @property
-    def active(self) -> bool:
-        """Some subscriber exists (event objects are worth building)."""
-        return bool(self._subs)
 
     @property
     def wants_updates(self) -> bool:
@@ -238,6 +237,7 @@ class EventBus:
 
     def _set(self, subs: tuple[Subscription, ...]) -> None:
         self._subs = subs
+        self.active = bool(subs)
         self._wants_updates = any(s.types is None or "update" in s.types for s in subs)
 
     def unsubscribe(self, callback: Subscriber) -> bool:

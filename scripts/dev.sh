@@ -122,11 +122,21 @@ use_jupyter_state() {
     unset JUPYTER_PATH JUPYTER_CONFIG_PATH
 }
 
+# quiet_lab_news: JupyterLab asks on first start whether to fetch news from jupyter.org, which this
+# offline set-up cannot reach anyway. Answer "no" in the user settings unless the user already has.
+quiet_lab_news() {
+    local file="$JUPYTERLAB_SETTINGS_DIR/@jupyterlab/apputils-extension/notification.jupyterlab-settings"
+    [[ -e "$file" ]] && return 0
+    mkdir -p "$(dirname "$file")" || return 1
+    printf '{\n    "fetchNews": "false",\n    "checkForUpdates": false\n}\n' >"$file"
+}
+
 # ---------------------------------------------------------------------------------------- commands
 
 cmd_lab() {
     ensure_venv "$VENV" dev
     use_jupyter_state "$VENV/jupyter-state"
+    quiet_lab_news
     local args=(--ip=127.0.0.1 "--ServerApp.root_dir=$ROOT")
     [[ "$(id -u)" == 0 ]] && args+=(--allow-root)
     log "starting JupyterLab on http://127.0.0.1 (Ctrl-C to stop)"
