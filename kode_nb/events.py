@@ -340,4 +340,3 @@ class JsonlAuditLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
