@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 from kode_nb import ToolRegistry
 from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from kode_nb.executor import Executor
-from kode_nb.magics.agent_magics import parse_front_matter
+from kode_nb.magics.agent_spec import parse_front_matter
 from kode_nb.models import ScriptedModel, call
 from kode_nb.ui.agent_view import RunView, StaticRunView, markdown_html
 from kode_nb.ui.trace_html import TraceDisplay, trace_html, trace_text

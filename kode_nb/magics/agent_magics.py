@@ -42,7 +42,6 @@ import asyncio
 import contextlib
 import difflib
 import json
-import re
 import secrets
 import weakref
 from collections.abc import Mapping
@@ -50,6 +49,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
+
+from kode_nb.magics.agent_spec import (
+    FRONT_MATTER_KEYS,
+    inputs_option,
+    model_object,
+    number_option,
+    parse_front_matter,
+    resolve_model_spec,
+    tools_option,
+)
 
 if TYPE_CHECKING:
     from kode_nb.agents import Agent, AgentDefinition
@@ -67,18 +76,6 @@ __all__ = [
     "resolve_model_spec",
     "start_run",
 ]
-
-FRONT_MATTER_KEYS = (
-    "description", "inputs", "tools", "model", "max_turns", "time_limit", "max_depth", "label",
-)  # fmt: skip
-"""The keys ``%%agent``'s front matter may have."""
-
-DEFAULT_INPUTS = {
-    "task": {"type": "string", "description": "The task to carry out.", "required": True}
-}
-"""The inputs of an agent whose front matter has no ``inputs``."""
-
-_FENCE = re.compile(r"^---[ \t]*$", re.M)
 
 
 @dataclass
@@ -100,166 +97,6 @@ def settings_of(session: KodeSession) -> AgentSettings:
     if found is None:
         found = _SETTINGS[session] = AgentSettings()
     return found
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-def parse_front_matter(cell: str, where: str) -> tuple[dict[str, Any], str]:
-    """``(front matter mapping, body)`` of a ``%%agent`` cell; UsageError when malformed."""
-    text = cell.lstrip("\n")
-    example = (
-        "Start the cell with YAML front matter, e.g.\n---\ndescription: What it does and when "
-        "to use it.\ntools: [read_file]\n---\nThe system prompt..."
-    )
-    if not _FENCE.match(text):
-        raise UsageError(f"{where}: the cell has no front matter. {example}")
-    first = text.index("\n") + 1 if "\n" in text else len(text)
-    end = _FENCE.search(text, first)
-    if end is None:
-        raise UsageError(f"{where}: the front matter is not closed: add a line '---' after it.")
-    import yaml  # type: ignore[import-untyped]
-
-    try:
-        meta = yaml.safe_load(text[first : end.start()])
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" (front matter line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise UsageError(f"{where}: the front matter is not valid YAML{at}: {problem}") from None
-    if meta is None:
-        meta = {}
-    if not isinstance(meta, dict):
-        raise UsageError(
-            f"{where}: the front matter must be 'key: value' lines, got {type(meta).__name__}: {meta!r}"
-        )
-    for key in meta:
-        if key not in FRONT_MATTER_KEYS:
-            close = difflib.get_close_matches(str(key), FRONT_MATTER_KEYS, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise UsageError(
-                f"{where}: unknown front matter key {key!r}.{hint} Allowed: {', '.join(FRONT_MATTER_KEYS)}"
-            )
-    body = text[end.end() :].strip("\n")
-    return meta, body
-
-
-def _variable(name: str, namespace: Mapping[str, Any], where: str, what: str) -> Any:
-    if not name.isidentifier():
-        raise UsageError(f"{where}: {what} ${name} is not a variable name")
-    if name not in namespace:
-        close = difflib.get_close_matches(
-            name, [k for k in namespace if not k.startswith("_")], n=1
-        )
-        hint = f" Did you mean ${close[0]}?" if close else ""
-        raise UsageError(f"{where}: {what}: there is no variable {name!r} in the notebook.{hint}")
-    return namespace[name]
-
-
-def resolve_model_spec(value: Any, namespace: Mapping[str, Any], where: str) -> tuple[Any, str]:
-    """``(model spec, label)`` from ``model:`` / ``--model`` / ``%model``.
-
-    A spec is a model name (checked now), a Model object, or a zero-argument factory."""
-    from kode_nb.agents.toolset import is_model
-
-    if not isinstance(value, str) or not value.strip():
-        raise UsageError(f"{where}: model must be a model name or $variable, got {value!r}")
-    text = value.strip()
-    if text.startswith("$") or (text.isidentifier() and text in namespace):
-        name = text.removeprefix("$")
-        obj = _variable(name, namespace, where, "model")
-        if is_model(obj):
-            return obj, f"${name}"
-        if callable(obj) and not isinstance(obj, type):
-            return obj, f"${name}"
-        raise UsageError(
-            f"{where}: model ${name} is {type(obj).__name__}, not a Model (an object with .name and "
-            "stream()) or a zero-argument function returning one"
-        )
-    if text.lower() == "scripted":
-        raise UsageError(
-            f"{where}: model 'scripted' needs its script: put it in a variable, "
-            "e.g. `script = ScriptedModel([call('add', a=1, b=2), 'The sum is 3.'])`, and use "
-            "$script (or a function returning a fresh ScriptedModel, for an agent run more than once)"
-        )
-    from kode_nb.errors import ConfigurationError
-    from kode_nb.models import resolve_model
-
-    try:
-        resolve_model(text)
-    except ConfigurationError as exc:
-        raise UsageError(f"{where}: {exc}") from None
-    return text, text
-
-
-def _model_object(spec: Any, where: str) -> Any:
-    """A model for one run, from a spec (a factory is called now)."""
-    from kode_nb.agents.toolset import is_model
-
-    if isinstance(spec, str):
-        from kode_nb.errors import ConfigurationError
-        from kode_nb.models import resolve_model
-
-        try:
-            return resolve_model(spec)
-        except ConfigurationError as exc:
-            raise UsageError(f"{where}: {exc}") from None
-    if is_model(spec):
-        return spec
-    try:
-        made = spec()
-    except Exception as exc:
-        raise UsageError(f"{where}: the model factory raised {type(exc).__name__}: {exc}") from None
-    if not is_model(made):
-        raise UsageError(f"{where}: the model factory returned {made!r}, not a Model")
-    return made
-
-
-def _tools(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        items = [v.strip() for v in value.split(",")]
-    elif isinstance(value, list):
-        items = value
-    else:
-        raise UsageError(f"{where}: tools must be a list ([a, b] or '- a' lines), got {value!r}")
-    bad = [v for v in items if not isinstance(v, str) or not v.strip()]
-    if bad:
-        raise UsageError(f"{where}: tools must be tool names or selectors, got {bad[0]!r}")
-    return tuple(v.strip() for v in items)
-
-
-def _inputs(value: Any, namespace: Mapping[str, Any], where: str) -> dict[str, Any]:
-    from pydantic import BaseModel
-
-    if value is None:
-        return {"input_config": {"inputs": DEFAULT_INPUTS}}
-    if isinstance(value, str) and value.strip().startswith("$"):
-        obj = _variable(value.strip()[1:], namespace, where, "inputs")
-        if isinstance(obj, type) and issubclass(obj, BaseModel):
-            return {"input_model": obj}
-        raise UsageError(f"{where}: inputs {value.strip()} is {obj!r}, not a pydantic model class")
-    if not isinstance(value, dict) or not value:
-        raise UsageError(
-            f"{where}: inputs must be $Model (a pydantic model) or a mapping of name -> "
-            "{type, description, required}, got " + repr(value)
-        )
-    inputs: dict[str, Any] = {}
-    for name, spec in value.items():
-        inputs[str(name)] = {"type": spec} if isinstance(spec, str) else spec
-    return {"input_config": {"inputs": inputs}}
-
-
-def _number(meta: Mapping[str, Any], key: str, where: str, kind: type) -> dict[str, Any]:
-    if key not in meta:
-        return {}
-    value = meta[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
-        raise UsageError(
-            f"{where}: {key} must be {'a number' if kind is float else 'an integer'}, got {value!r}"
-        )
-    return {key: value}
 
 
 # --------------------------------------------------------------------------- %%agent
@@ -287,9 +124,9 @@ def agent_cell(session: KodeSession, shell: Any, line: str, cell: str) -> Tool:
         )
     options: dict[str, Any] = {
         "name": name, "description": description, "system_prompt": body,
-        "tools": _tools(meta.get("tools"), where), **_inputs(meta.get("inputs"), ns, where),
-        **_number(meta, "max_turns", where, int), **_number(meta, "max_depth", where, int),
-        **_number(meta, "time_limit", where, float),
+        "tools": tools_option(meta.get("tools"), where), **inputs_option(meta.get("inputs"), ns, where),
+        **number_option(meta, "max_turns", where, int), **number_option(meta, "max_depth", where, int),
+        **number_option(meta, "time_limit", where, float),
     }  # fmt: skip
     label = ""
     if meta.get("model") is not None:
@@ -391,7 +228,7 @@ def _direct_agent(
             f"{where}: agent {defn.name!r} has no model of its own and no default is set: "
             "add 'model:' to its front matter or run %model NAME|$var"
         )
-    model = _model_object(spec, where)
+    model = model_object(spec, where)
     executor = derive_executor(
         session.executor, policy=NarrowedPolicy(session.policy, defn.tools, owner=defn.name)
     )
@@ -499,10 +336,10 @@ def _ask(session: KodeSession, shell: Any, args: Any, cell: str) -> AgentHandle:
             raise UsageError(
                 "%%ask: no model: give --model NAME|$var, or set a default with %model"
             )
-    tools = _tools(args.tools, where) if args.tools else ("*",)
+    tools = tools_option(args.tools, where) if args.tools else ("*",)
     try:
         agent = Agent(
-            "main", model=_model_object(spec, where), tools=tools,
+            "main", model=model_object(spec, where), tools=tools,
             max_turns=args.max_turns or 10, executor=session.executor,
         )  # fmt: skip
     except KodeUsageError as exc:
