@@ -38,6 +38,7 @@ PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
 _REMOTE_CATEGORIES = frozenset({ToolCategory.NETWORK, ToolCategory.MCP})
 """Categories whose calls cross a network or a process boundary: they get ``network_timeout``."""
 
+
 class CallControl:
     """Worker threads, limits, timeouts and stopping; a base of ``ExecutorCore``."""
 

@@ -95,7 +95,9 @@ class AutoApprove:
 class AutoDeny:
     """Denies every request with ``reason``."""
 
-    def __init__(self, reason: str = "Denied automatically: this session does not allow it.") -> None:
+    def __init__(
+        self, reason: str = "Denied automatically: this session does not allow it."
+    ) -> None:
         self.reason = reason
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
@@ -117,7 +119,10 @@ class CallbackApprover:
     """
 
     def __init__(
-        self, fn: Callable[[ApprovalRequest], DecisionLike | Awaitable[DecisionLike]], *, name: str = ""
+        self,
+        fn: Callable[[ApprovalRequest], DecisionLike | Awaitable[DecisionLike]],
+        *,
+        name: str = "",
     ) -> None:
         candidate: object = fn  # callers without type checking may pass anything
         if not callable(candidate):
@@ -141,8 +146,11 @@ def _coerce(out: object, by: str) -> ApprovalDecision:
     if isinstance(out, ApprovalDecision):
         if not out.decided_by:
             return ApprovalDecision(
-                approved=out.approved, arguments=out.arguments, reason=out.reason,
-                always=out.always, decided_by=by,
+                approved=out.approved,
+                arguments=out.arguments,
+                reason=out.reason,
+                always=out.always,
+                decided_by=by,
             )
         return out
     if out is True:

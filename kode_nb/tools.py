@@ -111,7 +111,9 @@ class Tool:
             object.__setattr__(self, "label", _default_label(name))
         object.__setattr__(self, "kind", ToolKind(self.kind))
         object.__setattr__(self, "category", ToolCategory(self.category))
-        object.__setattr__(self, "groups", tuple(dict.fromkeys(normalize_name(g) for g in self.groups)))
+        object.__setattr__(
+            self, "groups", tuple(dict.fromkeys(normalize_name(g) for g in self.groups))
+        )
         if self.timeout is not None and not self.timeout > 0:
             from kode_nb.errors import ToolDefinitionError
 
@@ -144,4 +146,6 @@ class Tool:
         return self.function(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"Tool(name={self.name!r}, kind={self.kind.value!r}, category={self.category.value!r})"
+        return (
+            f"Tool(name={self.name!r}, kind={self.kind.value!r}, category={self.category.value!r})"
+        )

@@ -3,7 +3,7 @@
 # fast when everything is already installed.
 #
 #   bash scripts/dev.sh lab   [jupyter lab args...]  install, then JupyterLab on the quickstart notebook
-#   bash scripts/dev.sh test  [pytest args...]       install, then ruff, mypy, pytest, nbval (strict);
+#   bash scripts/dev.sh test  [pytest args...]       install, then ruff (lint, format), mypy, pytest, nbval (strict);
 #                                                    the kernel tests also run on ipykernel 6, from a
 #                                                    second venv .venv-ipykernel6
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
@@ -180,6 +180,7 @@ cmd_test() {
     step ipykernel6 ensure_ipykernel6
 
     step ruff "$VENV/bin/ruff" check
+    step format "$VENV/bin/ruff" format --check
     step mypy "$VENV/bin/mypy"
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
     local notebooks=(notebooks/*.ipynb)

@@ -180,7 +180,6 @@ Unloading the extension or shutting the kernel down does the same.""",
 ]
 
 
-
 def build() -> object:
     return _notebook_builder.build(CELLS)
 

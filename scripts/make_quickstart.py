@@ -253,7 +253,6 @@ are plain Python — see the README.""",
 ]
 
 
-
 def build() -> object:
     return _notebook_builder.build(CELLS)
 

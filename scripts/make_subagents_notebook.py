@@ -379,7 +379,6 @@ for your own views.""",
 ]
 
 
-
 def build() -> object:
     return _notebook_builder.build(CELLS)
 

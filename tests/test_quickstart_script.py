@@ -112,9 +112,7 @@ def test_the_tour_uses_the_notebook_layer_step_by_step() -> None:
     ]
     assert steps == sorted(steps)
     # the unattended approval goes through the button's own click handler, only if still waiting
-    assert (
-        sources[steps[7]] == f"{APPROVAL_CELL}\n    h.approve()\nawait h"
-    )
+    assert sources[steps[7]] == f"{APPROVAL_CELL}\n    h.approve()\nawait h"
 
 
 def test_saved_outputs_are_the_real_results() -> None:
