@@ -11,8 +11,9 @@ OpenAI strict (``openai_tool(tool, strict=True)``, Structured Outputs rules):
   (``"Default: 50."``); ``const`` becomes a one-value ``enum``, ``oneOf`` becomes ``anyOf``,
   ``allOf`` is merged and a ``$ref`` with sibling keys is inlined. Keywords strict mode rejects
   are removed (``minLength``/``maxLength``/``uniqueItems`` and unsupported ``format`` values are
-  noted in the description). Free-form objects (``dict``) and untyped values (``Any``) cannot be
-  expressed in strict mode: they raise ConfigurationError naming the property.
+  noted in the description). Free-form objects (``dict``), untyped values (``Any``) and arrays
+  without an item type (``{"type": "array"}``, a tuple's ``prefixItems``) cannot be expressed in
+  strict mode: they raise ConfigurationError naming the property.
 
 Gemini (function declarations, an OpenAPI 3.0 subset): ``$ref``/``$defs`` are inlined (a
 recursive type raises ConfigurationError: Gemini cannot express it); ``anyOf [X, null]`` and
@@ -268,6 +269,9 @@ class _Strict:
                 raise self.fail(path, "uses tuple-style 'items'")
             node["items"] = self.node(node["items"], f"{path}.items", inlined)
         kind = node.get("type")
+        is_array = kind == "array" or (isinstance(kind, list) and "array" in kind)
+        if is_array and "items" not in node:
+            raise self.fail(path, "is an array without an item type")  # OpenAI rejects it
         if (
             kind == "object"
             or (isinstance(kind, list) and "object" in kind)

@@ -342,6 +342,9 @@ def test_strict_recursive_ref_with_siblings_is_not_inlined_forever() -> None:
         ({}, "accepts any value"),
         ({"description": "anything"}, "accepts any value"),
         ({"type": "array", "items": [{"type": "string"}]}, "tuple-style 'items'"),
+        ({"type": "array"}, "array without an item type"),
+        ({"type": ["array", "null"]}, "array without an item type"),
+        ({"type": "array", "prefixItems": [{"type": "string"}]}, "array without an item type"),
         ({"$ref": "#/$defs/Missing", "description": "x"}, "cannot resolve \\$ref"),
     ],
 )

@@ -9,19 +9,33 @@ in a ``user`` message (``image_url`` data URI) after the turn's tool messages.
 The stream (``stream: true`` with ``stream_options.include_usage``) is ``data: {chunk}`` events
 ending with ``data: [DONE]``: text from ``choices[0].delta.content``; tool calls assembled per
 ``delta.tool_calls[].index`` from their ``id``, ``function.name`` and ``function.arguments``
-pieces; usage from the final chunk. Arguments are passed through unparsed, even when malformed.
+pieces; usage from the final chunk. Arguments are passed through as text, even when malformed.
+
+Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
+servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
+``resolve_model("openai-compatible:<url>#<model>", strict=True)`` decides) each tool is offered
+with its schema rewritten by :func:`~kode_nb.schema_dialects.openai_strict_schema` (every
+property required, optional ones nullable) and ``strict: true``. A tool whose schema strict mode
+cannot express (a free-form ``dict``, an untyped value) is offered as it is, without ``strict``
+(logged at INFO on ``kode_nb.models``); the other tools stay strict. A model in strict mode sends
+``null`` for each optional argument it leaves out, so the arguments of a call to a tool that was
+offered strict go through :func:`~kode_nb.schema_dialects.drop_strict_nulls` (against the tool's
+own schema) before the call is handed on: defaults apply, a nullable argument keeps its
+``null``. Arguments that are not a JSON object (malformed ones too) are left as they came.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from kode_nb.errors import ConfigurationError
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
 from kode_nb.models.base import (
@@ -32,15 +46,19 @@ from kode_nb.models.base import (
     TextDelta,
     ToolCallPart,
     ToolResultMessage,
+    ToolSpec,
     UsageInfo,
     UserMessage,
 )
 from kode_nb.models.errors import ModelProtocolError
+from kode_nb.schema_dialects import drop_strict_nulls, openai_strict_schema
 from kode_nb.types import ImageBlock
 
 __all__ = ["OpenAIChatModel", "openai_messages", "openai_tools"]
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+logger = logging.getLogger("kode_nb.models")
 
 _STOP_REASONS = {
     "stop": "end_turn",
@@ -55,6 +73,7 @@ class OpenAIChatModel(HttpModel):
 
     ``api_key`` defaults to the ``api_key_env`` variable (``OPENAI_API_KEY`` for OpenAI), read at
     the first request; ``api_key_env=None`` (local servers) sends no ``Authorization`` header.
+    ``strict=None`` means strict function calling for :data:`OPENAI_BASE_URL` only.
     """
 
     provider = "openai"
@@ -75,6 +94,7 @@ class OpenAIChatModel(HttpModel):
         stream_usage: bool = True,
         parallel_tool_calls: bool | None = None,
         extra_body: dict[str, Any] | None = None,
+        strict: bool | None = None,
     ) -> None:
         super().__init__(
             model,
@@ -96,6 +116,12 @@ class OpenAIChatModel(HttpModel):
         """Sent as ``parallel_tool_calls`` when not ``None`` (and tools are offered)."""
         self.extra_body = dict(extra_body or {})
         """Extra fields merged into every request body."""
+        if strict is not None and not isinstance(strict, bool):
+            raise ConfigurationError(
+                f"{self.name}: strict must be True, False or None, got {strict!r}"
+            )
+        self.strict = self.base_url == OPENAI_BASE_URL if strict is None else strict
+        """Offer tools in OpenAI strict mode where their schema allows (see the module docstring)."""
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body for ``request`` (public for inspection and tests)."""
@@ -107,7 +133,7 @@ class OpenAIChatModel(HttpModel):
         if self.stream_usage:
             body["stream_options"] = {"include_usage": True}
         if request.tools:
-            body["tools"] = openai_tools(request)
+            body["tools"] = openai_tools(request, strict=self.strict)
             if self.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self.parallel_tool_calls
         settings = request.settings
@@ -127,7 +153,7 @@ class OpenAIChatModel(HttpModel):
         if key:
             headers["Authorization"] = f"Bearer {key}"
         body = self.request_body(request)
-        state = _StreamState()
+        state = _StreamState(strict=_strict_schemas(request, body))
         done = False
         sse = self._sse("/chat/completions", body, headers, request.settings, [key or ""])
         async with aclosing(sse) as events:  # closes the response at [DONE] and on errors
@@ -163,6 +189,8 @@ class _StreamState:
     calls: dict[int, _ToolCallBuffer] = field(default_factory=dict)
     finish_reason: str = ""
     usage: UsageInfo = field(default_factory=UsageInfo)
+    strict: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """The own schema of each tool offered in strict mode, by name."""
 
     def feed(self, chunk: Any, model: str) -> list[ModelEvent]:
         self.chunks += 1
@@ -219,12 +247,12 @@ class _StreamState:
             if buffer.emitted:
                 continue
             buffer.emitted = True
+            arguments = "".join(buffer.arguments) or "{}"
+            schema = self.strict.get(buffer.name)
+            if schema is not None:
+                arguments = _drop_strict_nulls(schema, arguments)
             out.append(
-                ToolCallPart(
-                    id=buffer.id or f"call_{index}",
-                    name=buffer.name,
-                    arguments="".join(buffer.arguments) or "{}",
-                )
+                ToolCallPart(id=buffer.id or f"call_{index}", name=buffer.name, arguments=arguments)
             )
         return out
 
@@ -238,19 +266,49 @@ class _StreamState:
 # --------------------------------------------------------------------------- conversion
 
 
-def openai_tools(request: ModelRequest) -> list[dict[str, Any]]:
-    """``request.tools`` as Chat Completions ``tools`` entries."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.parameters,
-            },
-        }
-        for spec in request.tools
-    ]
+def openai_tools(request: ModelRequest, *, strict: bool = False) -> list[dict[str, Any]]:
+    """``request.tools`` as Chat Completions ``tools`` entries; with ``strict``, each tool whose
+    schema strict mode can express is offered strict, any other as it is."""
+    return [_tool(spec, strict) for spec in request.tools]
+
+
+def _tool(spec: ToolSpec, strict: bool) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+    }
+    if strict:
+        try:
+            function["parameters"] = openai_strict_schema(spec.parameters, tool=spec.name)
+            function["strict"] = True
+        except ConfigurationError as exc:  # e.g. a free-form dict: only this tool goes loose
+            logger.info("%s; offering it without strict mode", exc)
+    return {"type": "function", "function": function}
+
+
+def _strict_schemas(request: ModelRequest, body: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The own schema of each tool ``body`` offers in strict mode (as sent: ``extra_body`` wins)."""
+    names = {
+        entry["function"].get("name")
+        for entry in body.get("tools") or ()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("function"), dict)
+        and entry["function"].get("strict") is True
+    }
+    return {spec.name: spec.parameters for spec in request.tools if spec.name in names}
+
+
+def _drop_strict_nulls(schema: dict[str, Any], arguments: str) -> str:
+    """``arguments`` without the ``null`` strict mode sends for an optional argument left out."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:  # malformed: passed on as it is, the agent loop reports it
+        return arguments
+    if not isinstance(parsed, dict):
+        return arguments
+    cleaned = drop_strict_nulls(schema, parsed)
+    return arguments if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
 
 
 def openai_messages(request: ModelRequest, *, images: bool = True) -> list[dict[str, Any]]:

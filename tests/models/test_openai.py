@@ -93,7 +93,8 @@ async def test_plain_text_stream_and_request_body() -> None:
                 "function": {
                     "name": "get_weather",
                     "description": "Weather for a city.",
-                    "parameters": WEATHER.parameters,
+                    "parameters": {**WEATHER.parameters, "additionalProperties": False},
+                    "strict": True,  # the default for api.openai.com (test_openai_strict.py)
                 },
             }
         ],
