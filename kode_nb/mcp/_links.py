@@ -16,17 +16,21 @@ from collections.abc import Awaitable, Callable
 from typing import IO, TYPE_CHECKING
 
 import anyio
+import mcp_types as mt
+from mcp.shared.exceptions import MCPError
 
 from kode_nb.mcp.config import McpServerConfig
 from kode_nb.mcp.errors import McpConnectionError
 
 if TYPE_CHECKING:
-    import mcp_types as mt
     from mcp.client.session import ClientSession
 
 __all__ = ["Link", "LinkState", "describe_error"]
 
 log = logging.getLogger("kode_nb.mcp")
+
+_MAX_PAGES = 100
+"""Pages of a tool listing read at most."""
 
 _TEARDOWN_WAIT = 10.0
 """Seconds a failing call waits for the dead session's teardown (the SDK bounds a stdio
@@ -114,6 +118,35 @@ class Link:
         if self.state is not LinkState.CLOSED or self.reason in ("", "the connection closed"):
             self.reason = why
         return self.with_stderr(self.reason)
+
+    async def list_tools(self) -> list[mt.Tool]:
+        """Every page of the server's tool listing; raises :class:`McpConnectionError` (and
+        tears the session down if it died, not if the server answered with an error)."""
+        assert self.session is not None
+        listing: list[mt.Tool] = []
+        cursor: str | None = None
+        try:
+            for _ in range(_MAX_PAGES):
+                params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await self.session.list_tools(params=params)
+                listing.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except MCPError as exc:
+            if exc.code == mt.CONNECTION_CLOSED:
+                reason = await self.lost(describe_error(exc))
+            else:  # the server answered with an error: it is alive, the session stays
+                reason = f"error {exc.code}: {exc.message}"
+            raise McpConnectionError(
+                self.config.name, f"listing its tools failed: {reason}"
+            ) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            reason = await self.lost(describe_error(exc))
+            raise McpConnectionError(
+                self.config.name, f"listing its tools failed: {reason}"
+            ) from None
+        return listing
 
     async def close(self) -> None:
         """Close the session and wait for the owner to finish (a stdio server is stopped)."""

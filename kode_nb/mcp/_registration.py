@@ -1,11 +1,13 @@
 """Putting an MCP server's tools into a registry, with the server's name as prefix on clashes.
 
 A wrapped tool's ``source`` is ``mcp:<server>/<mcp tool name>``, so the registry can tell this
-server's tools (replaced in place when registered again) from everyone else's (a clash).
+server's tools (replaced in place when registered again) from everyone else's (a clash). A tool
+registered before with the same name and fields is left alone (no ``replaced`` change).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from kode_nb.mcp._convert import tool_name_for
@@ -22,7 +24,8 @@ def _own(server: str) -> str:
 def register_tools(
     tools: Iterable[Tool], registry: ToolRegistry, server: str, prefix: bool | None
 ) -> list[Tool]:
-    """Register ``tools`` (all or none) and drop this server's tools it no longer lists.
+    """Register ``tools`` (all or none) and drop this server's tools it no longer lists;
+    returns them as registered.
 
     ``prefix=None``: ``<server>_<name>`` only for a name another tool holds (and for a tool
     that was registered prefixed before, so names stay stable); ``True``: always; ``False``:
@@ -41,13 +44,20 @@ def register_tools(
         if use:
             name = tool_name_for(str(tool.metadata["mcp_tool"]), prefix=server)
             tool = tool.evolve(name=name)
+        if before is not None and _same(before, tool):
+            tool = before  # unchanged: left as it is
         chosen.append(tool)
-    registry.register_many(chosen)
+    registry.register_many(t for t in chosen if t is not previous.get(t.source))
     kept = {t.key for t in chosen}
     for old in previous.values():  # renamed, or no longer listed by the server
         if old.key not in kept:
             registry.unregister(old.name)
     return chosen
+
+
+def _same(old: Tool, new: Tool) -> bool:
+    """``old`` is ``new`` in all but identity (the same wrapped tool, named the same)."""
+    return all(getattr(old, f.name) == getattr(new, f.name) for f in dataclasses.fields(Tool))
 
 
 def unregister_tools(registry: ToolRegistry, server: str) -> list[str]:

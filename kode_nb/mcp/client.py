@@ -15,6 +15,12 @@ opened, held and closed by one long-lived task on the event loop that connected 
 loop, so cancelling a call (executor timeout, ``Executor.cancel``, an interrupt) cancels the
 request, and the SDK sends ``notifications/cancelled`` to the server.
 
+**Tool list changes.** When the server sends ``notifications/tools/list_changed``, the tools
+are listed again in a task of their own (:mod:`kode_nb.mcp._refresh`: bursts coalesce) and
+every registry they were registered in is updated: new tools added, tools no longer listed
+removed, changed ones replaced, unchanged ones left as they are. A refresh that fails is logged
+and kept in :attr:`McpConnection.refresh_error`; the tools registered before stay.
+
 **Failures.** Progress notifications become ``ctx.on_update("[3/5] message\\n")`` lines.
 ``isError`` results are error results with the server's message. When the server crashes or the
 connection drops, the call returns an error result from :class:`McpServerUnavailableError`
@@ -26,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import math
 import tempfile
@@ -35,34 +40,29 @@ from typing import Any, TextIO, cast
 import anyio
 import httpx2
 import mcp_types as mt
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, IncomingMessage
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from kode_nb import __version__
-from kode_nb.define import define_tool
-from kode_nb.errors import ConfigurationError, ToolDefinitionError, ToolError
-from kode_nb.mcp._convert import (
-    from_mcp_result,
-    kind_from_annotations,
-    progress_text,
-    tool_name_for,
-)
+from kode_nb.errors import ConfigurationError, ToolError
+from kode_nb.mcp._convert import from_mcp_result, progress_text
 from kode_nb.mcp._links import Link, LinkState, describe_error
+from kode_nb.mcp._refresh import Refresher
 from kode_nb.mcp._registration import register_tools, unregister_tools
+from kode_nb.mcp._wrapping import Listed, wrap_listing
 from kode_nb.mcp.config import McpServerConfig
 from kode_nb.mcp.errors import McpConnectionError, McpServerUnavailableError
 from kode_nb.registry import ToolRegistry, default_registry
 from kode_nb.tools import Tool
-from kode_nb.types import ToolContext, ToolResult, normalize_name
+from kode_nb.types import ToolContext, ToolResult
 
 __all__ = ["McpConnection", "McpConnectionError", "McpServerUnavailableError", "connect"]
 
 log = logging.getLogger("kode_nb.mcp")
 
 _CLIENT_INFO = mt.Implementation(name="kode_nb", version=__version__)
-_MAX_PAGES = 100
 
 
 class McpConnection:
@@ -77,7 +77,8 @@ class McpConnection:
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._tools: dict[str, Tool] = {}
+        self._listed: Listed = {}
+        self._refresher = Refresher(config.name, self._refresh_tools)
         self._registrations: dict[int, tuple[ToolRegistry, bool | None]] = {}
 
     # ----------------------------------------------------------------- state
@@ -94,7 +95,24 @@ class McpConnection:
     @property
     def tools(self) -> list[Tool]:
         """The wrapped tools from the last listing, with their unprefixed names."""
-        return list(self._tools.values())
+        return [tool for _, tool in self._listed.values()]
+
+    @property
+    def refresh_error(self) -> str | None:
+        """Why listing the tools again after ``notifications/tools/list_changed`` last failed
+        (``None``: the last refresh worked, or none was needed)."""
+        return self._refresher.error
+
+    @property
+    def refreshing(self) -> bool:
+        """The tools are being listed again after ``notifications/tools/list_changed``."""
+        return self._refresher.running
+
+    async def tools_refreshed(self) -> list[Tool]:
+        """Wait until no tool refresh (after ``notifications/tools/list_changed``) is running or
+        due; returns :attr:`tools`."""
+        await self._refresher.wait()
+        return self.tools
 
     @property
     def server_info(self) -> mt.Implementation | None:
@@ -116,7 +134,7 @@ class McpConnection:
         state = "closed" if self._closed else "connected" if self.connected else "not connected"
         return (
             f"McpConnection({self.name!r}, {self.config.transport} {self.config.describe()!r}, "
-            f"{len(self._tools)} tools, {state})"
+            f"{len(self._listed)} tools, {state})"
         )
 
     # ----------------------------------------------------------------- lifecycle
@@ -138,6 +156,7 @@ class McpConnection:
     async def disconnect(self) -> None:
         """Unregister the tools and close the session (stops a stdio server). Idempotent."""
         self._closed = True
+        self._refresher.cancel()
         self.unregister()
         link, self._link = self._link, None
         if link is not None:
@@ -200,7 +219,9 @@ class McpConnection:
                     read, write = await stack.enter_async_context(
                         streamable_http_client(str(cfg.url), http_client=client)
                     )
-                session = ClientSession(read, write, client_info=_CLIENT_INFO)
+                session = ClientSession(
+                    read, write, client_info=_CLIENT_INFO, message_handler=self._on_message
+                )
                 await stack.enter_async_context(session)
                 link.init = await session.initialize()
                 scope.deadline = math.inf
@@ -218,66 +239,39 @@ class McpConnection:
     async def list_tools(self) -> list[Tool]:
         """Ask the server for its tools, rebuild :attr:`tools`, update registered copies."""
         link = await self._session_link()
-        assert link.session is not None
-        listing: list[mt.Tool] = []
-        cursor: str | None = None
-        try:
-            for _ in range(_MAX_PAGES):
-                params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await link.session.list_tools(params=params)
-                listing.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-        except (MCPError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            reason = await link.lost(describe_error(exc))
-            raise McpConnectionError(self.name, f"listing its tools failed: {reason}") from None
-        tools: dict[str, Tool] = {}
-        for item in listing:
-            tool = self._wrap(item, taken=tools)
-            tools[tool.key] = tool
-        self._tools = tools
-        for registry, prefix in list(self._registrations.values()):
-            register_tools(tools.values(), registry, self.name, prefix)
+        self._apply(await link.list_tools())
         return self.tools
 
-    def _wrap(self, item: mt.Tool, *, taken: dict[str, Tool]) -> Tool:
-        mcp_name = item.name
-        connection = self
+    def _apply(self, listing: list[mt.Tool]) -> None:
+        """Make ``listing`` the tools, also in every registry they were registered in (each
+        registry all or nothing); raises the first registry's failure after trying them all."""
+        self._listed = wrap_listing(
+            listing, self._listed, server=self.name, timeout=self.config.timeout, call=self._call
+        )
+        tools = self.tools
+        failures: list[Exception] = []
+        for registry, prefix in list(self._registrations.values()):
+            try:
+                register_tools(tools, registry, self.name, prefix)
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
-        async def call_mcp_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-            return await connection._call(mcp_name, arguments, ctx)
+    async def _on_message(self, message: IncomingMessage) -> None:
+        """The session's handler of what the server sends unasked: follows tool list changes."""
+        if isinstance(message, mt.ToolListChangedNotification) and not self._closed:
+            self._refresher.request()  # in a task of its own: never waits on this session
 
-        name = base = tool_name_for(mcp_name)
-        n = 2
-        while normalize_name(name) in taken:  # two MCP names that normalize alike
-            name, n = f"{base[:60]}_{n}", n + 1
-        ann = item.annotations
-        metadata: dict[str, Any] = {
-            "mcp_server": self.name,
-            "mcp_tool": mcp_name,
-            "mcp_annotations": ann.model_dump(by_alias=True, exclude_none=True) if ann else {},
-        }
-        if item.output_schema is not None:
-            metadata["mcp_output_schema"] = item.output_schema
-        options: dict[str, Any] = dict(
-            name=name, description=item.description or "",
-            label=item.title or (ann.title if ann is not None else None) or "",
-            kind=kind_from_annotations(ann), category="mcp", groups=(f"mcp_{self.name}",),
-            timeout=self.config.timeout, can_update_output=True, registry=None,
-        )  # fmt: skip
-        schema = copy.deepcopy(item.input_schema)
-        schema.setdefault("type", "object")
-        try:
-            tool = define_tool(call_mcp_tool, parameters=schema, metadata=metadata, **options)
-        except ToolDefinitionError as exc:
-            log.warning("MCP server %r: tool %r has an unusable inputSchema (%s); its arguments "
-                        "are checked to be an object only", self.name, mcp_name, exc)  # fmt: skip
-            metadata["mcp_schema_problem"] = str(exc)
-            tool = define_tool(
-                call_mcp_tool, parameters={"type": "object"}, metadata=metadata, **options
-            )
-        return tool.evolve(source=f"mcp:{self.name}/{mcp_name}")
+    async def _refresh_tools(self) -> None:
+        """List the tools again on the open session (a refresh never starts a session)."""
+        link = self._link
+        if self._closed or link is None or link.state is not LinkState.OPEN:
+            return  # no open session: nothing to list from
+        listing = await link.list_tools()
+        if self._closed or self._link is not link:
+            return  # disconnected or reconnected meanwhile: this listing is stale
+        self._apply(listing)
 
     def _unavailable(self, tool: str, reason: str) -> McpServerUnavailableError:
         if self._closed:
@@ -345,7 +339,7 @@ class McpConnection:
             raise ConfigurationError(f"register() needs a ToolRegistry, got {target!r}")
         if prefix is not None and not isinstance(prefix, bool):
             raise ConfigurationError(f"prefix must be True, False or None (auto), got {prefix!r}")
-        tools = register_tools(self._tools.values(), target, self.name, prefix)
+        tools = register_tools(self.tools, target, self.name, prefix)
         self._registrations[id(target)] = (target, prefix)
         return tools
 

@@ -1,7 +1,8 @@
 """Helpers for the MCP tests: the test servers (real MCP servers, run as subprocesses) and polling.
 
-The servers live in ``tests/mcp/servers/``: ``toolbox.py`` (written with the SDK's MCPServer,
-stdio or HTTP) and ``kode_stdio.py`` (kode_nb tools served with ``serve_stdio``).
+The servers live in ``tests/mcp/servers/``: ``toolbox.py`` and ``changing.py`` (a server whose
+tool list changes; both written with the SDK's MCPServer, stdio or HTTP) and ``kode_stdio.py``
+(kode_nb tools served with ``serve_stdio``).
 
 This directory has neither ``__init__.py`` (a test package named ``mcp`` would shadow the SDK)
 nor ``conftest.py`` (a second module named ``conftest`` would shadow ``tests/conftest.py`` for
@@ -27,6 +28,7 @@ pytest.importorskip("mcp.client", reason="the MCP SDK is not installed (pip inst
 SERVERS = Path(__file__).parent / "servers"
 TOOLBOX = str(SERVERS / "toolbox.py")
 KODE_STDIO = str(SERVERS / "kode_stdio.py")
+CHANGING = str(SERVERS / "changing.py")
 
 
 def toolbox_command(record: Path | None = None, name: str = "toolbox") -> list[str]:
@@ -38,10 +40,10 @@ def toolbox_command(record: Path | None = None, name: str = "toolbox") -> list[s
 
 
 class HttpServer:
-    """A toolbox server process serving streamable HTTP on 127.0.0.1."""
+    """A test server process (default: the toolbox) serving streamable HTTP on 127.0.0.1."""
 
-    def __init__(self, record: Path | None = None, port: int = 0) -> None:
-        command = [sys.executable, TOOLBOX, "--http", "--port", str(port)]
+    def __init__(self, record: Path | None = None, port: int = 0, script: str = TOOLBOX) -> None:
+        command = [sys.executable, script, "--http", "--port", str(port)]
         if record is not None:
             command += ["--record", str(record)]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
