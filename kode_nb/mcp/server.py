@@ -18,7 +18,9 @@ What is served, and how:
   must ask is put to the executor's approver, and without one the call is denied and the client
   gets an ``isError`` result saying so;
 * a tool's updates (``ctx.on_update``, yields) become progress notifications (``progress`` =
-  update count, ``message`` = the update as text) when the client asked for progress;
+  update count, ``message`` = the update as text) when the client asked for progress, at most
+  20 a second per call (:mod:`kode_nb.mcp._progress`: the latest update is sent, and the last
+  one always before the result);
 * results: text and images as they are, JSON blocks as text (one JSON object also as
   ``structuredContent``), errors with ``isError``; a client's ``notifications/cancelled``
   cancels the call.
@@ -30,7 +32,6 @@ import asyncio
 import contextlib
 import fnmatch
 import ipaddress
-import json
 import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -47,13 +48,12 @@ from kode_nb import __version__, formats
 from kode_nb.errors import ConfigurationError
 from kode_nb.executor import Executor
 from kode_nb.mcp._convert import to_mcp_result
+from kode_nb.mcp._progress import ProgressThrottle
 from kode_nb.registry import ToolRegistry, default_registry
 from kode_nb.tools import Tool
 
 __all__ = ["McpServerHandle", "serve", "serve_stdio"]
 
-_END = object()
-_MAX_MESSAGE = 2000
 _STARTUP_TIMEOUT = 10.0
 
 
@@ -89,22 +89,19 @@ class _Tools:
         tool = self.registry.get(params.name)
         if tool is None or not self.matches(tool):
             raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        updates: asyncio.Queue[Any] = asyncio.Queue()
 
-        async def forward() -> None:
-            count = 0
-            while (item := await updates.get()) is not _END:
-                count += 1
-                await ctx.session.report_progress(count, None, _message(item))
+        async def send(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, None, message)
 
+        progress = ProgressThrottle(send)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(forward)
+            tg.start_soon(progress.run)
             try:
                 result = await self.executor.call(
-                    tool.name, params.arguments or {}, on_update=updates.put_nowait
+                    tool.name, params.arguments or {}, on_update=progress.update
                 )
             finally:
-                updates.put_nowait(_END)
+                progress.close()  # the last update is sent before the result
         return to_mcp_result(result)
 
     def server(self, name: str) -> Server[Any]:
@@ -114,14 +111,6 @@ class _Tools:
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
         )
-
-
-def _message(update: Any) -> str:
-    if isinstance(update, str):
-        text = update
-    else:
-        text = json.dumps(update, ensure_ascii=False, default=str)
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
 def _prepare(

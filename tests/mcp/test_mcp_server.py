@@ -122,7 +122,9 @@ async def test_sdk_client_lists_and_calls_over_http() -> None:
             )
             assert summary.structured_content == {"count": 3}
             assert summary.content == [mt.TextContent(text='{"count": 3}')]
-            assert seen == [(1.0, None, "step 1"), (2.0, None, "step 2"), (3.0, None, "step 3")]
+            # three updates in a row are coalesced (kode_nb.mcp._progress): the latest is sent
+            await mcp_helpers.wait_for(lambda: seen and seen[-1] == (3.0, None, "step 3"))
+            assert 1 <= len(seen) <= 3
 
 
 async def test_approval_and_argument_errors_reach_the_client_as_is_error() -> None:
