@@ -135,6 +135,20 @@ def test_a_denied_tool_is_refused(ip: Any) -> None:
     assert handle.status == "denied"
 
 
+def test_an_entry_that_matches_no_tool_gets_a_note(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _out(capsys)
+    ip.run_line_magic("policy", "deny read_nte")
+    out = _out(capsys)
+    assert "Note: 'read_nte' matches no tool registered now (did you mean 'read_note'?)" in out
+    assert get_session(ip).policy.deny == ["read_nte"]  # still applies to a later tool
+    ip.run_line_magic("policy", "allow read_note group:nowhere")
+    out = _out(capsys)
+    assert "'read_note'" not in out.split("Note:", 1)[-1]
+    assert "Note: 'group:nowhere' matches no tool registered now; it applies" in out
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

@@ -152,6 +152,22 @@ def policy_command(session: KodeSession, line: str) -> None:
         _display(H.policy_html(policy), H.policy_text(policy))
 
 
+def _unmatched_note(session: KodeSession, entry: str) -> str:
+    """A note when ``entry`` selects no tool registered now (most often a typo)."""
+    from kode_nb.selectors import parse_selector
+
+    selector = parse_selector(entry)
+    registry = session.registry
+    if any(selector.matches(tool, registry) for tool in registry.list()):
+        return ""
+    note = f"\nNote: {entry!r} matches no tool registered now"
+    if selector.type == "name":
+        close = registry.close_matches(selector.value)
+        if close:
+            note += f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+    return note + "; it applies to tools defined later."
+
+
 def _policy_change(session: KodeSession, words: list[str]) -> str | None:
     policy = session.policy
     if not words or words == ["show"]:
@@ -164,7 +180,8 @@ def _policy_change(session: KodeSession, words: list[str]) -> str | None:
     if command in ("allow", "deny") and rest:
         for entry in rest:
             (policy.allow_tool if command == "allow" else policy.deny_tool)(entry)
-        return f"Policy allow: {', '.join(policy.allow) if policy.allow is not None else '(no allow list)'}; deny: {', '.join(policy.deny) or '—'}"
+        message = f"Policy allow: {', '.join(policy.allow) if policy.allow is not None else '(no allow list)'}; deny: {', '.join(policy.deny) or '—'}"
+        return message + "".join(_unmatched_note(session, entry) for entry in rest)
     if command == "paths" and not rest:
         return "Allowed paths:\n" + (
             "\n".join(f"  {p}" for p in policy.allowed_paths) or "  (none)"
