@@ -167,10 +167,11 @@ class ToolDefinitionError(KodeUsageError, TypeError):
 
     def __init__(self, message: str, *, function: str | None = None, parameter: str | None = None):
         prefix = ""
-        if function and parameter:
-            prefix = f"{function}(): parameter '{parameter}': "
-        elif function:
-            prefix = f"{function}(): "
+        if function:  # a function's qualified name gets "()"; other owners (a subagent) do not
+            named = function.replace(".<locals>.", ".").replace(".", "_").isidentifier()
+            prefix = f"{function}(): " if named else f"{function}: "
+        if parameter:
+            prefix += f"parameter '{parameter}': "
         super().__init__(prefix + message)
         self.function = function
         """Qualified name of the function being defined, where there is one."""

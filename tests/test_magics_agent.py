@@ -129,7 +129,10 @@ def test_agent_cell_errors(ip: Any, registry: ToolRegistry) -> None:
     )
     bad_type = _error(define, "---\ndescription: d\ninputs:\n  q: {type: text}\n---\n{q}")
     assert "unknown type 'text'" in bad_type
-    assert "'other' is not an input" in _error(define, "---\ndescription: d\n---\nDo {other}")
+    assert (
+        "%%agent reader: subagent 'reader': system_prompt uses {other}, but 'other' is not an input"
+        in _error(define, "---\ndescription: d\n---\nDo {other}")
+    )
     assert "a tool named 'read_file' exists" in _error(
         define, "---\ndescription: d\n---\nP", "read_file"
     )
