@@ -39,6 +39,7 @@ from kode_nb.tools import Tool
 __all__ = [
     "GROUPS",
     "ExecConfig",
+    "RegisteredTools",
     "FsLimits",
     "WebConfig",
     "builtin_tools",
@@ -52,6 +53,16 @@ __all__ = [
 
 GROUPS: tuple[str, ...] = ("system", "fs", "web", "data", "runtime")
 """The built-in groups, in the order :func:`builtin_tools` returns them."""
+
+
+class RegisteredTools(list[Tool]):
+    """The tools :func:`register_builtins` registered: a plain list, shown in a notebook as the
+    table ``%tools`` shows (name, kind, category, groups, calls) rather than a wall of reprs."""
+
+    def __init__(self, tools: Iterable[Tool], registry: ToolRegistry) -> None:
+        super().__init__(tools)
+        self.registry = registry
+        """Where they were registered."""
 
 
 def _groups(groups: Iterable[str] | str) -> list[str]:
@@ -109,12 +120,12 @@ def register_builtins(
     fs: FsLimits | None = None,
     runtime: ExecConfig | None = None,
     replace: bool = False,
-) -> list[Tool]:
+) -> RegisteredTools:
     """Register built-in tools of ``groups`` in ``registry`` (default: the current one).
 
     Calling it again replaces the built-ins (e.g. with other ``allowed_hosts``). A tool of
     your own holding a built-in's name raises :class:`~kode_nb.DuplicateToolError` unless
-    ``replace=True``. Returns the registered tools.
+    ``replace=True``. Returns the registered tools (a list).
     """
     target = default_registry() if registry is None else registry
     if not isinstance(target, ToolRegistry):
@@ -125,4 +136,4 @@ def register_builtins(
         *_groups(groups), allowed_hosts=allowed_hosts, web=web, fs=fs, runtime=runtime
     )
     target.register_many(tools, replace=replace)
-    return tools
+    return RegisteredTools(tools, target)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -138,3 +139,19 @@ def test_bad_options() -> None:
         builtin_tools("web", allowed_hosts=["a.com"], web=WebConfig())
     with pytest.raises(ConfigurationError, match="needs a ToolRegistry"):
         register_builtins(object())  # type: ignore[arg-type]
+
+
+def test_the_registered_tools_display_as_a_table(registry: ToolRegistry, kode_ip: Any) -> None:
+    tools = register_builtins(registry, groups=("data", "system"))
+    assert isinstance(tools, list)
+    assert tools.registry is registry
+    assert [t.name for t in tools] == [t.name for t in builtin_tools("data", "system")]
+    formatters = kode_ip.display_formatter.formatters  # by type name, as %load_ext registers
+    page = formatters["text/html"].lookup_by_type(type(tools))(tools)
+    assert page.count("<tr>") == len(tools) + 1  # the header and one row a tool
+    assert "<code>base64_decode</code>" in page
+    assert "8 tools" in page
+    plain = formatters["text/plain"](tools)
+    assert plain.splitlines()[0].split() == [
+        "name", "kind", "category", "groups", "calls", "failures", "mean"
+    ]  # fmt: skip
