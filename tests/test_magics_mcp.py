@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 
-from kode_nb import ToolRegistry
+from kode_nb import AutoApprove, Executor, ToolRegistry
 from kode_nb.magics import get_session
 from kode_nb.magics.mcp_magics import CONFIG_FILES, find_config, read_config
 
@@ -22,6 +22,7 @@ pytest.importorskip("mcp.client", reason="the MCP SDK is not installed")
 
 DEMO = Path(__file__).resolve().parent.parent / "notebooks" / "mcp_demo_server.py"
 COMMAND = f"{sys.executable} {DEMO}"
+CHANGING = Path(__file__).resolve().parent / "mcp" / "servers" / "changing.py"
 EXT = "kode_nb"
 
 
@@ -63,6 +64,32 @@ def test_connect_list_tools_call_disconnect(ip: Any, capsys: pytest.CaptureFixtu
     assert not session.registry.has("word_count")
     ip.run_line_magic("mcp", "")  # no subcommand: list
     assert capsys.readouterr().out.startswith("No MCP servers")
+
+
+def test_list_says_when_refreshing_a_servers_tools_failed(
+    ip: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _load(ip)
+    ip.run_line_magic("mcp", f"connect ch -- {sys.executable} {CHANGING}")
+    connection = session.mcp.manager["ch"]
+    calls = Executor(session.registry, approver=AutoApprove())
+    # the server's tools/list fails from now on, and it says its tools changed: the refresh
+    # (a task on the session's loop, which runs while a command runs) fails
+    assert session.mcp._run(calls.call("break_listing")).text == "broken"
+    session.mcp._run(connection.tools_refreshed())
+    capsys.readouterr()
+    ip.run_line_magic("mcp", "list")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["ch", "connected", "stdio", "11"]
+    assert lines[3] == (
+        "ch: tools refresh failed: listing its tools failed: error -32603: the tool catalogue "
+        "is being rebuilt (the tools listed before stay)"
+    )
+    assert session.mcp._run(calls.call("fix_listing")).text == "fixed"
+    session.mcp._run(connection.tools_refreshed())
+    ip.run_line_magic("mcp", "list")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split() for line in lines[2:]] == [["ch", "connected", "stdio", "12"]]  # no note
 
 
 def test_a_server_that_cannot_start_is_reported_and_can_be_retried(

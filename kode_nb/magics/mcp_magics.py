@@ -4,7 +4,8 @@ Usage::
 
     %mcp connect NAME -- CMD ARGS...    start a stdio server and register its tools
     %mcp connect NAME URL               connect a streamable HTTP server (http:// or https://)
-    %mcp list                           servers (state, transport, tool count) and what is served
+    %mcp list                           servers (state, transport, tool count, a failed tools
+                                        refresh) and what is served
     %mcp tools NAME                     one server's tools as registered (name, kind, description)
     %mcp disconnect NAME                unregister its tools and close it (a stdio server stops)
     %mcp serve [--port N] [--tools PATTERN ...] [--name NAME]
@@ -22,7 +23,9 @@ command runs to completion on the session's private loop.
 
 **Calls from outside** go through the session's executor (policy, approval, limits, events on
 the session's bus). No cell is running when a client calls, so the live view of each call —
-with its approval prompt — appears in the output of the cell that ran ``%mcp serve``.
+with its approval prompt — appears in the output of the cell that ran ``%mcp serve``. Connected
+clients are sent ``notifications/tools/list_changed`` when a served tool is defined, defined
+again (a ``%%tool`` cell run again) or removed.
 
 **A config file** of ``[servers.NAME]`` tables (format: :mod:`kode_nb.mcp.config`) is connected
 when the extension loads: the file named by ``%config KodeMagics.mcp_config = 'path'`` (set it
@@ -444,14 +447,19 @@ def _connect(state: NotebookMcp, words: list[str]) -> None:
 
 
 def _print_list(state: NotebookMcp) -> None:
-    rows = []
+    rows, notes = [], []
     for name, status in state.states.items():
         connection = state.manager.get(name) if state._manager is not None else None
         where = connection.config.transport if connection is not None else "-"
         tools = str(len(state.tool_names(name))) if status == "connected" else "-"
         rows.append((name, status, where, tools))
+        error = connection.refresh_error if connection is not None else None
+        if error and status == "connected":
+            notes.append(f"{name}: tools refresh failed: {error} (the tools listed before stay)")
     if rows:
         print(_table(("SERVER", "STATE", "TRANSPORT", "TOOLS"), rows))
+        for note in notes:
+            print(note)
     else:
         print(
             "No MCP servers (connect one with %mcp connect NAME -- CMD or %mcp connect NAME URL)."

@@ -1,4 +1,4 @@
-"""Re-listing a server's tools when it says they changed, one refresh at a time.
+"""Re-listing a server's tools when it says they changed (or after a reconnect), one at a time.
 
 The session's notification handler only calls :meth:`Refresher.request`: the refresh itself runs
 in a task of its own (the handler must not wait on the session it is serving). A refresh starts
@@ -36,6 +36,7 @@ class Refresher:
         self._settle = settle
         self._task: asyncio.Task[None] | None = None
         self._again = False
+        self._why = "said its tools changed"
         self.runs = 0
         """How many refreshes have finished (succeeded or failed)."""
         self.error: str | None = None
@@ -45,8 +46,12 @@ class Refresher:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def request(self) -> None:
-        """Refresh soon: now if idle, else once more after the running refresh. Loop thread only."""
+    def request(self, why: str = "said its tools changed") -> None:
+        """Refresh soon: now if idle, else once more after the running refresh. Loop thread only.
+
+        ``why`` completes "MCP server 'x' ..." in the warning logged if the refresh fails.
+        """
+        self._why = why
         if self.running:
             self._again = True
             return
@@ -66,9 +71,10 @@ class Refresher:
                     exc.reason if isinstance(exc, McpConnectionError) else describe_error(exc)
                 )
                 log.warning(
-                    "MCP server %r said its tools changed; refreshing them failed: %s (where "
-                    "they could not be updated, the tools registered before stay)",
+                    "MCP server %r %s; refreshing its tools failed: %s (where they could not "
+                    "be updated, the tools registered before stay)",
                     self._server,
+                    self._why,
                     self.error,
                 )
             else:

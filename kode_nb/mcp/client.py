@@ -15,11 +15,12 @@ opened, held and closed by one long-lived task on the event loop that connected 
 loop, so cancelling a call (executor timeout, ``Executor.cancel``, an interrupt) cancels the
 request, and the SDK sends ``notifications/cancelled`` to the server.
 
-**Tool list changes.** When the server sends ``notifications/tools/list_changed``, the tools
-are listed again in a task of their own (:mod:`kode_nb.mcp._refresh`: bursts coalesce) and
-every registry they were registered in is updated: new tools added, tools no longer listed
-removed, changed ones replaced, unchanged ones left as they are. A refresh that fails is logged
-and kept in :attr:`McpConnection.refresh_error`; the tools registered before stay.
+**Tool list changes.** When the server sends ``notifications/tools/list_changed``, and when a
+call starts a new session after the last one died (a restarted server may list other tools),
+the tools are listed again in a task of their own (:mod:`kode_nb.mcp._refresh`: bursts
+coalesce) and every registry they were registered in is updated: new tools added, tools no
+longer listed removed, changed ones replaced, unchanged ones left as they are. A refresh that
+fails is logged and kept in :attr:`McpConnection.refresh_error`; the tools registered before stay.
 
 **Failures.** Progress notifications become ``ctx.on_update("[3/5] message\\n")`` lines.
 ``isError`` results are error results with the server's message. When the server crashes or the
@@ -79,6 +80,7 @@ class McpConnection:
         self._closed = False
         self._listed: Listed = {}
         self._refresher = Refresher(config.name, self._refresh_tools)
+        self._sessions = 0  # sessions opened so far: a later one is a reconnect
         self._registrations: dict[int, tuple[ToolRegistry, bool | None]] = {}
 
     # ----------------------------------------------------------------- state
@@ -99,18 +101,18 @@ class McpConnection:
 
     @property
     def refresh_error(self) -> str | None:
-        """Why listing the tools again after ``notifications/tools/list_changed`` last failed
-        (``None``: the last refresh worked, or none was needed)."""
+        """Why listing the tools again (after ``notifications/tools/list_changed`` or a
+        reconnect) last failed (``None``: the last refresh worked, or none was needed)."""
         return self._refresher.error
 
     @property
     def refreshing(self) -> bool:
-        """The tools are being listed again after ``notifications/tools/list_changed``."""
+        """The tools are being listed again (after ``notifications/tools/list_changed`` or a
+        reconnect)."""
         return self._refresher.running
 
     async def tools_refreshed(self) -> list[Tool]:
-        """Wait until no tool refresh (after ``notifications/tools/list_changed``) is running or
-        due; returns :attr:`tools`."""
+        """Wait until no tool refresh is running or due; returns :attr:`tools`."""
         await self._refresher.wait()
         return self.tools
 
@@ -170,8 +172,12 @@ class McpConnection:
     async def __aexit__(self, *exc: object) -> None:
         await self.disconnect()
 
-    async def _session_link(self) -> Link:
-        """The open session, starting one if needed; raises :class:`McpConnectionError`."""
+    async def _session_link(self, *, relist: bool = False) -> Link:
+        """The open session, starting one if needed; raises :class:`McpConnectionError`.
+
+        ``relist``: a session started here that is not the first has the tools listed again
+        (the caller does not list them itself).
+        """
         loop = asyncio.get_running_loop()
         link = self._link
         if link is not None and link.state is LinkState.OPEN and link.loop is loop:
@@ -191,6 +197,9 @@ class McpConnection:
                 await link.close()
             link = self._link = Link(self.config, self._own)
             await link.start()
+            self._sessions += 1
+            if relist and self._sessions > 1:
+                self._refresher.request("was reconnected")
             return link
 
     async def _own(self, link: Link) -> None:
@@ -261,7 +270,7 @@ class McpConnection:
     async def _on_message(self, message: IncomingMessage) -> None:
         """The session's handler of what the server sends unasked: follows tool list changes."""
         if isinstance(message, mt.ToolListChangedNotification) and not self._closed:
-            self._refresher.request()  # in a task of its own: never waits on this session
+            self._refresher.request("said its tools changed")  # in a task of its own
 
     async def _refresh_tools(self) -> None:
         """List the tools again on the open session (a refresh never starts a session)."""
@@ -284,7 +293,7 @@ class McpConnection:
         if self._closed:
             raise self._unavailable(ctx.tool, "")
         try:
-            link = await self._session_link()
+            link = await self._session_link(relist=True)
         except McpConnectionError as exc:
             raise self._unavailable(ctx.tool, exc.reason) from None
         session = link.session

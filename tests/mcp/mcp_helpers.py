@@ -17,7 +17,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,17 @@ def toolbox_command(record: Path | None = None, name: str = "toolbox") -> list[s
 
 
 class HttpServer:
-    """A test server process (default: the toolbox) serving streamable HTTP on 127.0.0.1."""
+    """A test server process (default: the toolbox) serving streamable HTTP on 127.0.0.1;
+    ``args`` are more of its command line arguments."""
 
-    def __init__(self, record: Path | None = None, port: int = 0, script: str = TOOLBOX) -> None:
-        command = [sys.executable, script, "--http", "--port", str(port)]
+    def __init__(
+        self,
+        record: Path | None = None,
+        port: int = 0,
+        script: str = TOOLBOX,
+        args: Sequence[str] = (),
+    ) -> None:
+        command = [sys.executable, script, "--http", "--port", str(port), *args]
         if record is not None:
             command += ["--record", str(record)]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,7 +93,7 @@ async def test_a_refresh_the_server_refuses_keeps_the_tools_and_the_session(
             assert (await ex.call("break_listing")).text == "broken"
             error = await wait_for(lambda: conn.refresh_error, what="the refresh to fail")
         assert "the tool catalogue is being rebuilt" in error
-        assert any("refreshing them failed" in r.getMessage() for r in caplog.records)
+        assert any("refreshing its tools failed" in r.getMessage() for r in caplog.records)
         assert {t.name: t for t in registry.list()} == before  # nothing half-updated
         assert conn.connected
         assert (await ex.call("pid")).text == pid  # the same session and server
@@ -140,6 +141,46 @@ async def test_a_server_dying_during_a_refresh_breaks_nothing(registry: ToolRegi
         assert again.status == "ok"
         assert again.text != pid
         assert (await ex.call("echo", {"text": "back"})).text == "back"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_restarted_server_is_listed_again(
+    registry: ToolRegistry, tmp_path: Path, transport: str
+) -> None:
+    generation = tmp_path / "generation"
+    generation.write_text("one", encoding="utf-8")
+    args = ["--generation-file", str(generation)]  # gen_<word>: the tool list of this run
+    server = HttpServer(script=CHANGING, args=args) if transport == "http" else None
+    where = {"url": server.url} if server else {"command": [sys.executable, CHANGING, *args]}
+    try:
+        async with await connect("ch", **where) as conn:
+            conn.register()
+            ex = executor(registry)
+            assert registry.get("gen_one") is not None
+            assert (await ex.call("listings")).text == "1"  # the first connect lists once
+            pid = (await ex.call("pid")).text
+            generation.write_text("two", encoding="utf-8")
+            if server is None:
+                assert (await ex.call("crash")).is_error  # the process exits under the call
+            else:
+                server.kill()
+                assert (await ex.call("pid")).is_error
+                server = HttpServer(port=server.port, script=CHANGING, args=args)
+            again = await ex.call("pid")  # the next call starts a new session...
+            assert again.status == "ok"
+            assert again.text != pid
+            # ...and the tools are listed again, with no notification from the server
+            await wait_for(lambda: registry.get("gen_two"), what="the restarted server's tools")
+            await conn.tools_refreshed()
+            assert registry.get("gen_one") is None
+            assert conn.refresh_error is None
+            assert (await ex.call("gen_two")).text == "two"
+            # on the new server: the SDK's own listing before its first call (it wants the
+            # tools' output schemas) and the refresh; no more
+            assert (await ex.call("listings")).text == "2"
+    finally:
+        if server is not None:
+            server.kill()
 
 
 async def test_disconnect_drops_a_pending_refresh(registry: ToolRegistry) -> None:

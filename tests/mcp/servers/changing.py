@@ -1,6 +1,7 @@
 """An MCP server whose tool list changes, written with the SDK's MCPServer (stdio or HTTP).
 
-Usage: ``python changing.py [--http [--port N]]`` (HTTP: prints ``PORT <n>``, serves ``/mcp``).
+Usage: ``python changing.py [--http [--port N]] [--generation-file PATH]`` (HTTP: prints
+``PORT <n>``, serves ``/mcp``).
 
 It starts with ``echo``, ``stable``, ``old_tool`` and ``tweak_me``, and these tools change it,
 each time sending ``notifications/tools/list_changed`` (``ctx.session.send_tool_list_changed()``):
@@ -10,7 +11,10 @@ each time sending ``notifications/tools/list_changed`` (``ctx.session.send_tool_
 * ``break_listing()`` / ``fix_listing()``: ``tools/list`` answers with an error / works again;
 * ``die_on_listing()``: adds ``never_seen``; the process exits when it is next asked to list.
 
-``listings()`` says how many ``tools/list`` requests the server has answered.
+``listings()`` says how many ``tools/list`` requests the server has answered, ``pid()`` the
+process id, and ``crash()`` exits the process (a restart then lists other tools when the
+``--generation-file`` changed meanwhile: with it, the server also lists ``gen_<word>``, ``<word>``
+being the file's text when the process started).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, ToolAnnotations
 
 
-def build() -> MCPServer:
+def build(generation_file: str | None = None) -> MCPServer:
     state = {"listings": 0, "broken": False, "dying": False}
 
     async def watch_listings(ctx: Any, call_next: Any) -> Any:
@@ -119,6 +124,19 @@ def build() -> MCPServer:
         """The server's process id."""
         return os.getpid()
 
+    @server.tool()
+    def crash() -> str:
+        """Exit the process at once."""
+        os._exit(3)
+
+    if generation_file is not None:
+        word = Path(generation_file).read_text(encoding="utf-8").strip()
+
+        def generation() -> str:
+            """Made at start from the generation file."""
+            return word
+
+        server.add_tool(generation, name=f"gen_{word}")
     return server
 
 
@@ -137,8 +155,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", action="store_true")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--generation-file")
     args = parser.parse_args()
-    server = build()
+    server = build(args.generation_file)
     if args.http:
         anyio.run(serve_http, server, args.port)
     else:
