@@ -128,6 +128,8 @@ class NotebookServer:
 
     def tool_names(self) -> list[str]:
         """The names served right now."""
+        if self.handle is not None:
+            return self.handle.tool_names()
         if self.patterns is None:
             return self.session.registry.names()
         return [

@@ -23,6 +23,12 @@ Results: text → :class:`~kode_nb.TextBlock`, images → :class:`~kode_nb.Image
 as JSON, which the spec asks servers to send; a text block saying something else is kept and the
 structured data goes to ``details``). Audio, embedded resources and resource links become short
 text descriptions (text resources: their text; image blobs: images).
+
+Served by: kode_nb's server lists each tool with ``_meta["kode-nb/served-by"]``, the ids of the
+kode_nb servers it passed through (itself last), and the client keeps that list in
+``Tool.metadata["mcp_served_by"]`` (:func:`served_by`), so a server can tell — and not serve —
+the copies of its own tools (a notebook connected to its own endpoint, two notebooks connected
+to each other): served back, each change would come round again, renamed, forever.
 """
 
 from __future__ import annotations
@@ -36,17 +42,38 @@ from typing import Any
 
 import mcp_types as mt
 
+from kode_nb.tools import Tool
 from kode_nb.types import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolKind, ToolResult
 
 __all__ = [
+    "SERVED_BY",
     "from_mcp_result",
     "kind_from_annotations",
     "progress_text",
+    "served_by",
+    "served_by_meta",
     "to_mcp_result",
     "tool_name_for",
 ]
 
 _INVALID = re.compile(r"[^A-Za-z0-9_-]+")
+
+SERVED_BY = "kode-nb/served-by"
+"""The ``_meta`` key of a listed tool: the kode_nb servers it was served by (see above)."""
+
+
+def served_by(tool: Tool) -> tuple[str, ...]:
+    """The ids of the kode_nb servers ``tool`` came through (empty: none, or not from MCP)."""
+    chain = tool.metadata.get("mcp_served_by")
+    return tuple(chain) if isinstance(chain, (list, tuple)) else ()
+
+
+def served_by_meta(item: mt.Tool) -> tuple[str, ...] | None:
+    """The served-by list an MCP tool was listed with, if it has a well-formed one."""
+    chain = (item.meta or {}).get(SERVED_BY)
+    if isinstance(chain, list) and all(isinstance(i, str) for i in chain):
+        return tuple(chain)
+    return None
 
 
 def kind_from_annotations(annotations: mt.ToolAnnotations | None) -> ToolKind:

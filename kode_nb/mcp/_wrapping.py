@@ -18,7 +18,7 @@ import mcp_types as mt
 
 from kode_nb.define import define_tool
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.mcp._convert import kind_from_annotations, tool_name_for
+from kode_nb.mcp._convert import kind_from_annotations, served_by_meta, tool_name_for
 from kode_nb.tools import Tool
 from kode_nb.types import ToolContext, ToolResult, normalize_name
 
@@ -73,6 +73,8 @@ def _wrap(item: mt.Tool, name: str, *, server: str, timeout: float | None, call:
     }
     if item.output_schema is not None:
         metadata["mcp_output_schema"] = item.output_schema
+    if (chain := served_by_meta(item)) is not None:
+        metadata["mcp_served_by"] = chain
     options: dict[str, Any] = dict(
         name=name, description=item.description or "",
         label=item.title or (ann.title if ann is not None else None) or "",

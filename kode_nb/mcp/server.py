@@ -10,9 +10,13 @@ over stdin/stdout until the client closes them (for a script run by an MCP clien
 What is served, and how:
 
 * the tools whose name matches one of the ``tools`` fnmatch patterns (all when ``None``),
-  looked up at each request, so tools defined later appear (``notifications/tools/list_changed``
-  is not sent: clients list again when they want);
-* each tool's schema and annotations via :func:`kode_nb.formats.mcp_tool` (kinds → hints);
+  looked up at each request, so tools defined later appear; when a served tool is added,
+  replaced (a ``%%tool`` cell run again) or removed, connected clients get
+  ``notifications/tools/list_changed`` (``tools.listChanged`` is advertised; a burst of
+  changes is announced once; see :mod:`kode_nb.mcp._announce`);
+* each tool's schema and annotations via :func:`kode_nb.formats.mcp_tool` (kinds → hints),
+  and the servers it came through (``_meta``, see :mod:`kode_nb.mcp._convert`): a tool that
+  came from this server itself, through a kode_nb client, is not served back;
 * every call goes through ``executor`` (default: a new :class:`~kode_nb.Executor` on the
   registry with the default :class:`~kode_nb.Policy`), so policy and approval apply: a tool that
   must ask is put to the executor's approver, and without one the call is denied and the client
@@ -33,6 +37,7 @@ import contextlib
 import fnmatch
 import ipaddress
 import socket
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -40,17 +45,18 @@ import anyio
 import mcp_types as mt
 import uvicorn
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from kode_nb import __version__, formats
 from kode_nb.errors import ConfigurationError
 from kode_nb.executor import Executor
-from kode_nb.mcp._convert import to_mcp_result
+from kode_nb.mcp._announce import AnnouncingServer, ToolListAnnouncer
+from kode_nb.mcp._convert import SERVED_BY, served_by, to_mcp_result
 from kode_nb.mcp._progress import ProgressThrottle
 from kode_nb.registry import ToolRegistry, default_registry
 from kode_nb.tools import Tool
+from kode_nb.types import normalize_name
 
 __all__ = ["McpServerHandle", "serve", "serve_stdio"]
 
@@ -64,15 +70,27 @@ class _Tools:
         self.registry = registry
         self.patterns = tuple(patterns) if patterns is not None else None
         self.executor = executor
+        self.id = uuid.uuid4().hex
+        """This server's id in the served-by lists."""
 
     def selected(self) -> list[Tool]:
         return [t for t in self.registry.list() if self.matches(t)]
 
     def matches(self, tool: Tool) -> bool:
+        return self.id not in served_by(tool) and self.selects(tool.name)
+
+    def announces(self, name: str) -> bool:
+        """A change to the tool named ``name`` changes what is served."""
+        tool = self.registry.get(name)
+        return self.matches(tool) if tool is not None else self.selects(name)
+
+    def selects(self, name: str) -> bool:
+        """A tool named ``name`` is served (also for a name no longer registered)."""
         if self.patterns is None:
             return True
+        key = normalize_name(name)
         return any(
-            fnmatch.fnmatchcase(tool.name, p) or fnmatch.fnmatchcase(tool.key, p.lower())
+            fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(key, p.lower())
             for p in self.patterns
         )
 
@@ -80,7 +98,12 @@ class _Tools:
         self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
     ) -> mt.ListToolsResult:
         return mt.ListToolsResult(
-            tools=[mt.Tool.model_validate(formats.mcp_tool(t)) for t in self.selected()]
+            tools=[
+                mt.Tool.model_validate(
+                    {**formats.mcp_tool(t), "_meta": {SERVED_BY: [*served_by(t), self.id]}}
+                )
+                for t in self.selected()
+            ]
         )
 
     async def call_tool(
@@ -104,13 +127,18 @@ class _Tools:
                 progress.close()  # the last update is sent before the result
         return to_mcp_result(result)
 
-    def server(self, name: str) -> Server[Any]:
-        return Server(
+    def server(self, name: str, announcer: ToolListAnnouncer) -> AnnouncingServer:
+        return AnnouncingServer(
             name,
+            announcer,
             version=__version__,
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
         )
+
+    def announcer(self) -> ToolListAnnouncer:
+        """Follows the registry and announces changes of the selection (on the running loop)."""
+        return ToolListAnnouncer(self.registry, self.announces)
 
 
 def _prepare(
@@ -171,11 +199,12 @@ class McpServerHandle:
 
     def __init__(
         self, *, server: _Uvicorn, task: asyncio.Task[None], tools: _Tools, host: str,
-        port: int, path: str, owns_executor: bool,
+        port: int, path: str, owns_executor: bool, announcer: ToolListAnnouncer,
     ) -> None:  # fmt: skip
         self._server = server
         self._task = task
         self._tools = tools
+        self._announcer = announcer
         self._owns_executor = owns_executor
         self._loop = asyncio.get_running_loop()
         self.host = host
@@ -203,6 +232,11 @@ class McpServerHandle:
     def running(self) -> bool:
         return not self._task.done()
 
+    @property
+    def announced(self) -> int:
+        """How many changes of the served tools were announced to clients (a burst: one)."""
+        return self._announcer.announced
+
     def tool_names(self) -> list[str]:
         """The names served right now."""
         return [t.name for t in self._tools.selected()]
@@ -224,6 +258,7 @@ class McpServerHandle:
             self._loop.call_soon_threadsafe(self._stop_now)
 
     def _stop_now(self) -> None:
+        self._announcer.close()
         server = self._server
         server.should_exit = True
         for listener in getattr(server, "servers", ()):
@@ -299,18 +334,21 @@ async def serve(
             exc.errno, f"serve(): cannot listen on {host}:{port}: {exc.strerror}"
         ) from None
     bound = int(sock.getsockname()[1])
-    app = selection.server(name).streamable_http_app(streamable_http_path=path, host=host)
+    announcer = selection.announcer()
+    app = selection.server(name, announcer).streamable_http_app(
+        streamable_http_path=path, host=host
+    )
     config = uvicorn.Config(
         app, log_config=None, log_level="warning", access_log=False, lifespan="on",
         ws="none", timeout_graceful_shutdown=1,
     )  # fmt: skip
     server = _Uvicorn(config)
     task = asyncio.get_running_loop().create_task(
-        _run(server, sock), name=f"kode_nb-mcp-serve-{bound}"
+        _run(server, sock, announcer), name=f"kode_nb-mcp-serve-{bound}"
     )
     handle = McpServerHandle(
         server=server, task=task, tools=selection, host=host, port=bound, path=path,
-        owns_executor=owns,
+        owns_executor=owns, announcer=announcer,
     )  # fmt: skip
     ready = asyncio.ensure_future(server.ready.wait())
     try:
@@ -325,12 +363,13 @@ async def serve(
     return handle
 
 
-async def _run(server: _Uvicorn, sock: socket.socket) -> None:
+async def _run(server: _Uvicorn, sock: socket.socket, announcer: ToolListAnnouncer) -> None:
     try:
         await server.serve(sockets=[sock])
     except SystemExit:  # uvicorn's way of failing a startup; serve() reports it
         pass
     finally:
+        announcer.close()
         sock.close()
 
 
@@ -350,10 +389,12 @@ async def serve_stdio(
     the process's stdout is reserved for the protocol (prints go to stderr).
     """
     selection, owns = _prepare(registry, tools, executor)
-    server = selection.server(name)
+    announcer = selection.announcer()
+    server = selection.server(name, announcer)
     try:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
+        announcer.close()
         if owns:
             selection.executor.close()

@@ -111,6 +111,56 @@ class ClientCall:
         return self.result
 
 
+class ClientWatch:
+    """An SDK client, in a thread of the test process, that stays connected and counts the
+    ``notifications/tools/list_changed`` it gets; :meth:`close` returns the tools listed then."""
+
+    def __init__(self, url: str) -> None:
+        self.changes = 0
+        self.names: list[str] = []
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(url,))
+        self.thread.start()
+
+    def _run(self, url: str) -> None:
+        import mcp_types as mt
+        from mcp.client.session import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def heard(message: Any) -> None:
+            if isinstance(message, mt.ToolListChangedNotification):
+                self.changes += 1
+
+        async def go() -> None:
+            async with (
+                streamable_http_client(url) as (read, write),
+                ClientSession(read, write, message_handler=heard) as session,
+            ):
+                await session.initialize()
+                await asyncio.to_thread(self._done.wait)
+                self.names = [t.name for t in (await session.list_tools()).tools]
+
+        try:
+            asyncio.run(go())
+        except BaseException as exc:  # reported by close()
+            self.error = exc
+
+    def heard(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self.changes and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return bool(self.changes)
+
+    def close(self) -> list[str]:
+        self._done.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the MCP client did not finish"
+        if self.error is not None:
+            raise self.error
+        return self.names
+
+
 def test_config_servers_connect_in_the_background_at_load(kernel: Kernel) -> None:
     load = kernel.ok("%load_ext kode_nb")
     # the cell returned while the servers were still connecting
@@ -239,6 +289,26 @@ def test_the_server_object_decides_like_the_buttons(kernel: Kernel, served: str)
     assert kernel.value("srv.approve()") == "True"
     assert call.wait().content[0].text == "wrote by-api"
     assert kernel.value("srv.approve()") == "False"  # nothing waits any more
+
+
+def test_running_a_served_tool_cell_again_tells_connected_clients(
+    kernel: Kernel, served: str
+) -> None:
+    watch = ClientWatch(served)
+    try:
+        # the client's notification stream opens just after its handshake: until it is open, a
+        # change reaches nobody, so the cell is run again until the client hears of it
+        assert any(kernel.ok(WRITER) and watch.heard(0.5) for _ in range(40))
+        time.sleep(0.3)
+        heard = watch.changes
+        kernel.ok(
+            '%%tool --kind read\ndef not_served() -> str:\n    """Not served."""\n    return ""'
+        )
+        time.sleep(0.5)
+        assert watch.changes == heard  # outside --tools write_note: not announced
+    finally:
+        names = watch.close()
+    assert names == ["write_note"]
 
 
 def test_stop_frees_the_port(kernel: Kernel, served: str) -> None:
