@@ -29,7 +29,7 @@ from kode_nb.types import ToolResult
 if TYPE_CHECKING:
     from kode_nb.approval import ApprovalDecision, ApprovalRequest
     from kode_nb.magics.kode_magics import KodeMagics
-    from kode_nb.magics.mcp_magics import NotebookMcp
+    from kode_nb.magics.mcp_state import NotebookMcp
     from kode_nb.tools import Tool
     from kode_nb.ui.handle import CallHandle
 
@@ -121,7 +121,7 @@ class KodeSession:
     def mcp(self) -> NotebookMcp:
         """MCP servers connected and served from this kernel (``%mcp``), made on first use."""
         if self._mcp is None:
-            from kode_nb.magics.mcp_magics import NotebookMcp
+            from kode_nb.magics.mcp_state import NotebookMcp
 
             self._mcp = NotebookMcp(self)
         return self._mcp
