@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
-import anyio
+from _run import run, transport_arguments
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, ToolAnnotations
@@ -140,28 +139,13 @@ def build(generation_file: str | None = None) -> MCPServer:
     return server
 
 
-async def serve_http(server: MCPServer, port: int) -> None:
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(server.streamable_http_app(), log_level="error", lifespan="on")
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    await uvicorn.Server(config).serve(sockets=[sock])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--http", action="store_true")
-    parser.add_argument("--port", type=int, default=0)
+    transport_arguments(parser)
     parser.add_argument("--generation-file")
     args = parser.parse_args()
     server = build(args.generation_file)
-    if args.http:
-        anyio.run(serve_http, server, args.port)
-    else:
-        server.run("stdio")
+    run(server, args)
 
 
 if __name__ == "__main__":

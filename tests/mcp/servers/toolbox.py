@@ -14,10 +14,10 @@ import argparse
 import base64
 import json
 import os
-import socket
 from typing import Any
 
 import anyio
+from _run import run, transport_arguments
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
@@ -117,29 +117,14 @@ def build(name: str, record: str | None) -> MCPServer:
     return server
 
 
-async def serve_http(server: MCPServer, port: int) -> None:
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(server.streamable_http_app(), log_level="error", lifespan="on")
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    await uvicorn.Server(config).serve(sockets=[sock])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--http", action="store_true")
-    parser.add_argument("--port", type=int, default=0)
+    transport_arguments(parser)
     parser.add_argument("--record")
     parser.add_argument("--name", default="toolbox")
     args = parser.parse_args()
     server = build(args.name, args.record)
-    if args.http:
-        anyio.run(serve_http, server, args.port)
-    else:
-        server.run("stdio")
+    run(server, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+"""What the test servers share: ``--http``/``--port`` and running over stdio or HTTP.
+
+Imported by the servers in this folder, which run as scripts (their folder is then first on
+``sys.path``). Over HTTP a server binds 127.0.0.1 (port 0: any free one), prints ``PORT <n>``
+and serves streamable HTTP at ``/mcp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+
+def transport_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
+
+
+def run(server: MCPServer, args: argparse.Namespace) -> None:
+    if args.http:
+        anyio.run(_serve_http, server, args.port)
+    else:
+        server.run("stdio")
+
+
+async def _serve_http(server: MCPServer, port: int) -> None:
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    config = uvicorn.Config(server.streamable_http_app(), log_level="error", lifespan="on")
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    await uvicorn.Server(config).serve(sockets=[sock])
