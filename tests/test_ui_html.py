@@ -127,6 +127,18 @@ def test_result_html_renders_each_block_kind_and_escapes_text() -> None:
     assert H.result_text(ToolResult.error("boom", tool="t")).startswith("[error] t")
 
 
+def test_a_long_result_shows_its_start_and_says_how_much_was_left_out() -> None:
+    text = "START" + "x" * 30
+    assert (
+        H.clip_head(text, 10) == "STARTxxxxx\n[… 25 more characters not shown; .text has them all]"
+    )
+    assert H.clip_head("short", 10) == "short"
+    result = ToolResult.from_text("START" + "x" * 50_000, tool="t")
+    assert "30,005 more characters not shown" in H.result_text(result)
+    assert "30,005 more characters not shown" in H.result_html(result)
+    assert len(H.result_html(result)) < 25_000
+
+
 def test_clip_keeps_the_tail_and_says_how_much_was_left_out() -> None:
     text = "x" * 30 + "END"
     assert H.clip(text, 10).endswith("xxxxxxxEND")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kode_nb.types import ToolResult
+from kode_nb.ui.html import clip_head
 
 __all__ = ["CallHandle"]
 
@@ -131,7 +132,7 @@ class CallHandle:
         if self.view is not None and hasattr(self.view, "show"):
             self.view.show()
             return
-        print(repr(self) if self._result is None else self._result.text)
+        print(repr(self) if self._result is None else clip_head(self._result.text))
 
     def __repr__(self) -> str:
         return f"<CallHandle {self.tool} call={self.call_id} {self.status}>"

@@ -81,6 +81,16 @@ def clip(text: str, limit: int = MAX_HTML_TEXT) -> str:
     return f"[… {len(text) - limit:,} earlier characters not shown]\n" + text[-limit:]
 
 
+def clip_head(text: str, limit: int = MAX_HTML_TEXT) -> str:
+    """The first ``limit`` characters of ``text`` (a result reads from its start), saying how
+    many were left out; the whole text stays in ``ToolResult.text``."""
+    if len(text) <= limit:
+        return text
+    return (
+        text[:limit] + f"\n[… {len(text) - limit:,} more characters not shown; .text has them all]"
+    )
+
+
 def fmt_duration(seconds: float) -> str:
     if seconds <= 0:
         return "not run"  # ended before the tool body started (bad arguments, denied...)
@@ -117,8 +127,8 @@ def _block_html(block: Any) -> str:
             f'<img src="data:{esc(block.mime_type)};base64,{block.data}" style="max-width:100%"/>'
         )
     if kind == "json":
-        return f'<pre style="{PRE}">{esc(clip(pretty_json(block.data)))}</pre>'
-    return f'<pre style="{PRE}">{esc(clip(getattr(block, "text", str(block))))}</pre>'
+        return f'<pre style="{PRE}">{esc(clip_head(pretty_json(block.data)))}</pre>'
+    return f'<pre style="{PRE}">{esc(clip_head(getattr(block, "text", str(block))))}</pre>'
 
 
 def result_html(result: ToolResult) -> str:
@@ -134,7 +144,7 @@ def result_html(result: ToolResult) -> str:
 
 def result_text(result: ToolResult) -> str:
     head = f"[{result.status}] {result.tool} ({fmt_duration(result.duration)})"
-    return f"{head}\n{result.text}" if result.content else head
+    return f"{head}\n{clip_head(result.text)}" if result.content else head
 
 
 # --------------------------------------------------------------------------- call views
@@ -186,7 +196,7 @@ def call_html(
 def call_text(tool: str, call_id: str, state: str, result: Any) -> str:
     if result is None:
         return f"{tool}: {STATE_LABELS.get(state, state)} (call {call_id})"
-    return f"{tool}: {result.status} in {fmt_duration(result.duration)}\n{result.text}"
+    return f"{tool}: {result.status} in {fmt_duration(result.duration)}\n{clip_head(result.text)}"
 
 
 # --------------------------------------------------------------------------- events

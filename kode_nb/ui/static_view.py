@@ -17,7 +17,14 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from kode_nb.ui.coalesce import Coalescer, update_text
-from kode_nb.ui.html import STATE_LABELS, call_header_html, call_html, call_text, fmt_duration
+from kode_nb.ui.html import (
+    STATE_LABELS,
+    call_header_html,
+    call_html,
+    call_text,
+    clip_head,
+    fmt_duration,
+)
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -86,7 +93,8 @@ class StaticCallView:
         else:
             if self._chunks and not self._chunks[-1].endswith("\n"):
                 print()
-            print(f"[{result.status}] {self.tool} ({fmt_duration(result.duration)})\n{result.text}")
+            print(f"[{result.status}] {self.tool} ({fmt_duration(result.duration)})")
+            print(clip_head(result.text))
 
     @property
     def text(self) -> str:

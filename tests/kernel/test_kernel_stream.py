@@ -83,3 +83,26 @@ def test_update_rate_sets_the_flushes_per_second(kernel: Kernel) -> None:
         kernel.ok("%config KodeMagics.update_rate = 20")
     assert "".join(chunks) == "".join(f"{i}," for i in range(50_000))
     assert len(chunks) <= 4 * duration + 3, (len(chunks), duration)
+
+
+def test_a_huge_result_is_shown_clipped_and_kept_whole(kernel: Kernel) -> None:
+    kernel.ok(
+        '%%tool --kind read\ndef huge(n: int) -> str:\n    """n characters.\n\n'
+        '    Args:\n        n: How many.\n    """\n    return "x" * (n - 3) + "END"\n'
+    )
+    start = len(kernel.log)
+    kernel.ok("h = %tool huge n=10000000")
+    final = kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "update_display_data"
+            and "huge: ok in" in m["content"]["data"]["text/plain"]
+            and m in kernel.log[start:]
+        ),
+        timeout=60,
+    )
+    kernel.ok("h.result()")  # its own display, as the last expression of a cell
+    kernel.drain(0.2)
+    assert "9,980,000 more characters not shown" in final["content"]["data"]["text/plain"]
+    sizes = [len(json.dumps(m["content"])) for m in kernel.log[start:]]
+    assert max(sizes) < 200_000, sorted(sizes)[-3:]  # a browser never gets the 10 MB
+    assert kernel.value("len(h.result().text), h.result().text[-3:]") == "10000000 END"
