@@ -22,10 +22,11 @@ from kode_nb.agents.trace import Span
 from kode_nb.errors import ToolNotFoundError
 from kode_nb.events import CallFailed, CallRequested
 from kode_nb.executor import ToolCall
+from kode_nb.models._content import content_text
 from kode_nb.models.base import ToolCallRequest, ToolResultMessage
-from kode_nb.types import TextBlock, ToolResult, normalize_name
+from kode_nb.types import ContentBlock, ImageBlock, TextBlock, ToolResult, normalize_name
 
-__all__ = ["run_tool_calls", "unique_call_ids"]
+__all__ = ["for_model", "run_tool_calls", "unique_call_ids"]
 
 
 def unique_call_ids(
@@ -71,6 +72,25 @@ def _not_allowed(st: RunState, call: ToolCallRequest) -> ToolResult:
     return result
 
 
+def for_model(result: ToolResult, limit: int | None) -> tuple[ContentBlock, ...]:
+    """The content the model is sent: the result's own, or, when its text (JSON included) is
+    longer than ``limit``, the start of that text with a note the model can act on; images are
+    kept as they are."""
+    content = result.content
+    if limit is None:
+        return content
+    texts = [b for b in content if not isinstance(b, ImageBlock)]
+    text = content_text(texts)
+    if len(text) <= limit:
+        return content
+    note = (
+        f"\n[Output cut: the tool returned {len(text):,} characters; these are the first "
+        f"{limit:,}. Ask for less (a smaller range, a filter, a summary) to see the rest.]"
+    )
+    images = tuple(b for b in content if isinstance(b, ImageBlock))
+    return (TextBlock(text=text[:limit] + note), *images)
+
+
 def _cancelled(call: ToolCallRequest, why: str) -> ToolResult:
     return ToolResult(
         content=(TextBlock(text=f"Tool '{call.name}' was cancelled ({why})."),), is_error=True,
@@ -112,7 +132,7 @@ async def run_tool_calls(
                 ToolResultMessage(
                     call_id=call.id,
                     name=call.name,
-                    content=result.content,
+                    content=for_model(result, st.agent.max_result_chars),
                     is_error=result.is_error,
                 )
             )

@@ -7,7 +7,9 @@ One run::
         answer gets a retry turn that says what is wrong)
       → tool calls: run in parallel through the executor (policy, validation, approval,
         timeouts and concurrency limits all apply; ``run_id`` and ``parent_call_id`` set),
-        each result's *content* goes back to the model (details and displays never do)
+        each result's *content* goes back to the model (details and displays never do; text
+        past ``max_result_chars`` is cut, with a note saying so, so one huge result cannot
+        overflow the model's context)
       → repeat, at most ``max_turns`` model calls, within ``time_limit`` seconds
 
 A run never raises because of its model or tools: it returns an :class:`AgentRunResult` whose
@@ -61,7 +63,10 @@ from kode_nb.models.base import (
     UserMessage,
 )
 
-__all__ = ["Agent", "AgentRunResult", "RunStatus", "RunUsage"]
+__all__ = ["MAX_RESULT_CHARS", "Agent", "AgentRunResult", "RunStatus", "RunUsage"]
+
+MAX_RESULT_CHARS = 100_000
+"""The default :attr:`Agent.max_result_chars` (about 25,000 tokens of text)."""
 
 _MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
 
@@ -93,6 +98,7 @@ class Agent:
         executor: Executor | None = None,
         settings: ModelSettings | None = None,
         on_event: EventCallback | None = None,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError(f"Agent name must be a non-empty string, got {name!r}")
@@ -112,6 +118,10 @@ class Agent:
         self.max_turns = max_turns
         """The most model calls one run may make."""
         self.output_retries = output_retries
+        if max_result_chars is not None:
+            _check_count(max_result_chars, "max_result_chars", where, minimum=100)
+        self.max_result_chars = max_result_chars
+        """Characters of a tool result's text the model is sent, at most (``None``: all)."""
         """How many times an invalid structured answer is sent back for a retry."""
         if time_limit is not None and (
             isinstance(time_limit, bool)

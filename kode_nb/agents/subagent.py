@@ -47,7 +47,7 @@ from kode_nb.agents._run import CURRENT_RUN, RunState
 from kode_nb.agents.context import CompressContext
 from kode_nb.agents.context import compress_context as default_compress
 from kode_nb.agents.events import SubagentFinished, SubagentStarted
-from kode_nb.agents.loop import Agent
+from kode_nb.agents.loop import MAX_RESULT_CHARS, Agent
 from kode_nb.agents.output import check_output_model
 from kode_nb.agents.result import AgentRunResult, RunUsage
 from kode_nb.agents.toolset import NarrowedPolicy, derive_executor, is_model, resolve_model
@@ -327,6 +327,7 @@ async def delegate(
             defn.name, model=_model_for(defn, parent), system_prompt=system, tools=defn.tools,
             max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
             executor=child_executor,
+            max_result_chars=parent.agent.max_result_chars if parent is not None else MAX_RESULT_CHARS,
         )  # fmt: skip
     except Exception as exc:
         child_executor.close()

@@ -14,6 +14,8 @@ from pydantic import BaseModel
 from kode_nb import (
     ConfigurationError,
     Executor,
+    ImageBlock,
+    JsonBlock,
     Policy,
     TextBlock,
     ToolContext,
@@ -119,6 +121,46 @@ async def test_only_the_model_facing_content_goes_back_to_the_model(registry: To
     assert isinstance(tool_message, ToolResultMessage)
     assert tool_message.content == (TextBlock(text="visible"),)
     assert "DETAILS-XYZ" not in repr(second)
+
+
+async def test_a_huge_result_reaches_the_model_cut_with_a_note(registry: ToolRegistry) -> None:
+    def dump(n: int) -> ToolResult:
+        """Return n characters, a JSON block and an image."""
+        return ToolResult(content=(
+            TextBlock(text="A" * n), JsonBlock(data={"k": "v"}),
+            ImageBlock(data="iVBORw0KGgo=", mime_type="image/png"),
+        ))  # fmt: skip
+
+    define_tool(dump)
+    model = ScriptedModel([call("dump", n=250_000), call("dump", n=10), "ok"])
+    result = await Agent(model=model, tools=["dump"], max_result_chars=1000).run("go")
+    cut = model.requests[1].messages[-1]
+    assert isinstance(cut, ToolResultMessage)
+    text, image = cut.content
+    assert isinstance(text, TextBlock)
+    assert text.text.startswith("A" * 1000 + "\n[Output cut: the tool returned 250,011 characters")
+    assert "Ask for less" in text.text
+    assert image == ImageBlock(data="iVBORw0KGgo=", mime_type="image/png")
+    small = model.requests[2].messages[-1]
+    assert isinstance(small, ToolResultMessage)
+    assert len(small.content) == 3  # under the limit: sent as the tool returned it
+    tool_result = result.messages[2]
+    assert isinstance(tool_result, ToolResultMessage)
+    assert len(tool_result.content) == 2  # the history holds what the model was sent
+    assert result.trace.to_dict()  # the trace keeps the tool's own result
+
+
+async def test_max_result_chars_none_sends_everything(registry: ToolRegistry) -> None:
+    def dump(n: int) -> str:
+        """Return n characters."""
+        return "B" * n
+
+    define_tool(dump)
+    model = ScriptedModel([call("dump", n=150_000), "ok"])
+    await Agent(model=model, tools=["dump"], max_result_chars=None).run("go")
+    message = model.requests[1].messages[-1]
+    assert isinstance(message, ToolResultMessage)
+    assert message.content == (TextBlock(text="B" * 150_000),)
 
 
 async def test_invalid_arguments_go_back_to_the_model_which_can_fix_them(
@@ -405,6 +447,8 @@ async def test_selectors_resolve_against_the_registry(tools: ToolRegistry) -> No
         ({"model": "nonsense:x"}, "unknown model 'nonsense:x'"),
         ({"tools": [1]}, "tools entries must be strings"),
         ({"on_event": "print"}, "on_event must be callable"),
+        ({"max_result_chars": 10}, "max_result_chars must be an int >= 100"),
+        ({"max_result_chars": 1e6}, "max_result_chars must be an int"),
     ],
 )
 def test_bad_agent_options_are_configuration_errors(

@@ -232,6 +232,20 @@ async def test_a_call_runs_a_fresh_subagent_and_folds_its_answer(math: ToolRegis
     assert {e.parent_call_id for e in child_events} == {"scripted-1-1"}
 
 
+async def test_a_subagent_cuts_long_results_like_its_parent(math: ToolRegistry) -> None:
+    def spill(n: int) -> str:
+        """Return n characters."""
+        return "z" * n
+
+    define_tool(spill)
+    child = ScriptedModel([call("spill", n=5000), "Seen."])
+    register_subagent(researcher(child, tools=["spill"]))
+    parent = ScriptedModel([call("researcher", objective="spill"), "Done."])
+    await Agent(model=parent, tools=["researcher"], max_result_chars=300).run("go")
+    (text,) = tool_texts(child.requests[1].messages)
+    assert text.startswith("z" * 300 + "\n[Output cut: the tool returned 5,000 characters")
+
+
 async def test_the_compression_hook_gets_the_parent_messages_and_inputs(math: ToolRegistry) -> None:
     calls: list[tuple[list[Message], dict[str, Any]]] = []
 
