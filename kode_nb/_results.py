@@ -91,7 +91,14 @@ def convert_value(value: Any) -> tuple[tuple[ContentBlock, ...], Any]:
         return (JsonBlock(data=dump(mode="json")),), value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (JsonBlock(data=dataclasses.asdict(value)),), value
-    return (TextBlock(text=str(value)),), value
+    try:
+        text = str(value)
+    except Exception as exc:
+        raise ResultTypeError(
+            f"str() of the returned {kind.__name__} raised {type(exc).__name__}: {exc}; return "
+            "text, JSON-able data or content blocks instead"
+        ) from exc
+    return (TextBlock(text=text),), value
 
 
 def _as_block(item: Any) -> ContentBlock:

@@ -588,6 +588,23 @@ async def test_binary_bytes_are_an_error_with_advice(registry: ToolRegistry) -> 
     assert "neither UTF-8 text nor a PNG" in result.text
 
 
+async def test_a_value_whose_str_raises_is_an_error_that_says_so(registry: ToolRegistry) -> None:
+    class Opaque:
+        def __str__(self) -> str:
+            raise RuntimeError("no text for you")
+
+    def make() -> object:
+        return Opaque()
+
+    define_tool(make)
+    result = await Executor(registry).call("make")
+    assert result.status == "error"
+    assert result.text == (
+        "Tool 'make' returned an unusable result: str() of the returned Opaque raised "
+        "RuntimeError: no text for you; return text, JSON-able data or content blocks instead"
+    )
+
+
 async def test_returned_tool_result_keeps_content_and_gets_ids(registry: ToolRegistry) -> None:
     def rich() -> ToolResult:
         return ToolResult(content=(TextBlock(text="shown"),), details={"rows": 3})
