@@ -19,7 +19,8 @@ from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from kode_nb.executor import Executor
 from kode_nb.magics.agent_spec import parse_front_matter
 from kode_nb.models import ScriptedModel, call
-from kode_nb.ui.agent_view import RunView, StaticRunView, markdown_html
+from kode_nb.ui.agent_static import StaticRunView, markdown_html
+from kode_nb.ui.agent_view import RunView
 from kode_nb.ui.trace_html import TraceDisplay, trace_html, trace_text
 
 SETUP = """

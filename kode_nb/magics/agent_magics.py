@@ -442,7 +442,7 @@ def _make_view(
             register=session.views.__setitem__, unregister=lambda cid: session.views.pop(cid, None),
             rate=session.settings.update_rate, loop=loop,
         )  # fmt: skip
-    from kode_nb.ui.agent_view import StaticRunView
+    from kode_nb.ui.agent_static import StaticRunView
 
     return StaticRunView(
         agent=agent.name, run_id=run_id, style="html" if style == "html" else "text"

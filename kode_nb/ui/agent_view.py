@@ -17,8 +17,7 @@ session's approver puts an approval prompt *inside* the row, wherever it is nest
 session routes the executor's events for the call to it. The view's mimebundle also carries
 ``text/html`` and ``text/plain`` snapshots (what nbconvert and nbval read).
 
-:class:`StaticRunView` is the same for front ends without widgets: one HTML output refreshed as
-the run goes (``style="html"``), or printed lines (``"text"``, terminal IPython).
+Front ends without widgets get :class:`~kode_nb.ui.agent_static.StaticRunView` instead.
 """
 
 from __future__ import annotations
@@ -27,14 +26,15 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
-from kode_nb.ui.trace_html import trace_html, trace_text
+from kode_nb.ui.trace_html import trace_html
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -43,10 +43,8 @@ if TYPE_CHECKING:
     from kode_nb.ui.approval import ApprovalPrompt
     from kode_nb.ui.stream import StreamView
 
-__all__ = ["RunView", "StaticRunView", "ToolRow", "markdown_html", "run_summary"]
+__all__ = ["RunView", "ToolRow"]
 
-_MUTED = "color:var(--jp-ui-font-color2,#666)"
-_CODE = "background:var(--jp-layout-color2,#f0f0f0);padding:0 3px;border-radius:3px;font-size:90%"
 _AGENT_BADGE = (
     '<span style="background:#6b46c1;color:#fff;border-radius:3px;padding:0 5px;'
     'font-size:11px;font-weight:600">agent</span>'
@@ -55,45 +53,11 @@ _TICK = 1.0
 _STATUS_OK = ("completed", "ok")
 
 
-def markdown_html(text: str) -> str:
-    """``text`` as HTML from markdown (raw HTML in it is escaped), or escaped text."""
-    try:
-        import mistune
-
-        render = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
-        body = str(render(text)).replace("<code>", f'<code style="{_CODE}">')
-        return f'<div class="kode-answer">{body}</div>'
-    except Exception:  # mistune missing or failed: plain text is still correct
-        return f'<div style="white-space:pre-wrap">{esc(text)}</div>'
-
-
 def _parse(arguments: str) -> Any:
     try:
         return json.loads(arguments) if arguments.strip() else {}
     except ValueError:
         return arguments
-
-
-def run_summary(agent: str, status: str, turns: int, tokens: tuple[int, int]) -> str:
-    """One plain line about a run (the ``text/plain`` of its view)."""
-    label = "running" if status == "running" else status
-    return f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {tokens[0]} in / {tokens[1]} out tokens"
-
-
-def _answer_html(result: AgentRunResult) -> str:
-    if result.ok:
-        output = result.output
-        text = (
-            output.model_dump_json(indent=2) if hasattr(output, "model_dump_json") else str(output)
-        )
-        return (
-            f'<div style="{BOX};border-color:#2f855a"><div style="{_MUTED};font-size:11px">'
-            f"answer of {esc(result.agent)}</div>{markdown_html(text)}</div>"
-        )
-    return (
-        f'<div style="{BOX};border-color:#c53030">{status_badge("error", result.status.replace("_", " "))} '
-        f'<pre style="{PRE}">{esc(clip(result.error or ""))}</pre></div>'
-    )
 
 
 class ToolRow(CallView):
@@ -216,7 +180,7 @@ class RunView(W.VBox):  # type: ignore[misc]
             self.turns = event.turn
             self._stream = None
             label = W.HTML(
-                f'<div style="{_MUTED};font-size:12px;margin-top:4px">Turn {event.turn}</div>'
+                f'<div style="{MUTED};font-size:12px;margin-top:4px">Turn {event.turn}</div>'
             )
             self._parts.append(("turn", event.turn))
             self.body.children = (*self.body.children, label)
@@ -308,7 +272,7 @@ class RunView(W.VBox):  # type: ignore[misc]
                 assert self._stream is not None
                 self._stream.layout.display = "none"
             self.footer.children = (
-                W.HTML(_answer_html(result)),
+                W.HTML(answer_html(result)),
                 W.HTML(trace_html(result.trace)),
             )
         else:
@@ -358,8 +322,8 @@ class RunView(W.VBox):  # type: ignore[misc]
             state = f"{status_badge('ok' if self.status in _STATUS_OK else 'error', self.status.replace('_', ' '))} {took}"
         return (
             f"{_AGENT_BADGE} <b>{esc(self.agent)}</b> <code>{esc(self.model)}</code> {state}"
-            f' <span style="{_MUTED}">turn {self.turns} · {self.tokens[0]} in / {self.tokens[1]}'
-            f' out tokens</span> <small style="{_MUTED}">{esc(self.run_id)}</small>'
+            f' <span style="{MUTED}">turn {self.turns} · {self.tokens[0]} in / {self.tokens[1]}'
+            f' out tokens</span> <small style="{MUTED}">{esc(self.run_id)}</small>'
         )
 
     @property
@@ -374,13 +338,13 @@ class RunView(W.VBox):  # type: ignore[misc]
             if part is hidden:
                 continue
             if kind == "turn":
-                parts.append(f'<div style="{_MUTED};font-size:12px">Turn {part}</div>')
+                parts.append(f'<div style="{MUTED};font-size:12px">Turn {part}</div>')
             elif kind == "text":
                 parts.append(f'<pre style="{PRE}">{esc(clip(part.text))}</pre>')
             else:
                 parts.append(part.html())
         if self.result is not None:
-            parts.append(_answer_html(self.result))
+            parts.append(answer_html(self.result))
             if self.depth == 0:
                 parts.append(trace_html(self.result.trace))
         elif self.error is not None:
@@ -412,119 +376,3 @@ class RunView(W.VBox):  # type: ignore[misc]
         data["text/html"] = self.html()
         data["text/plain"] = self.text_summary()
         return data
-
-
-class StaticRunView:
-    """An agent run's view without widgets: refreshed HTML (``html``) or printed lines (``text``)."""
-
-    def __init__(self, *, agent: str, run_id: str, style: Literal["html", "text"] = "text") -> None:
-        self.agent = agent
-        self.run_id = run_id
-        self.style = style
-        self.status = "running"
-        self.turns = 0
-        self.tokens = (0, 0)
-        self.result: AgentRunResult | None = None
-        self.error: str | None = None
-        self.trace: Any = None
-        self.lines: list[str] = []
-        """The log so far, one line per step (indented by depth)."""
-        self.display_handle: DisplayHandle | None = None
-        self._text: dict[str, list[str]] = {}
-
-    def on_event(self, event: Any) -> None:
-        kind, pad = event.type, "  " * event.depth
-        line = None
-        if kind == "run_started" and event.depth == 0:
-            self.trace = event.trace
-        if kind == "turn_started":
-            line = f"{pad}[{event.agent}] turn {event.turn}"
-        elif kind == "text_delta":
-            self._text.setdefault(event.run_id, []).append(event.text)
-        elif kind == "model_responded":
-            text = "".join(self._text.pop(event.run_id, [])).strip()
-            if text:
-                line = "\n".join(f"{pad}  {t}" for t in text.splitlines())
-            if event.depth == 0:
-                usage = event.usage
-                self.tokens = (
-                    self.tokens[0] + usage.input_tokens,
-                    self.tokens[1] + usage.output_tokens,
-                )
-                self.turns = event.turn
-        elif kind == "tool_calls_requested":
-            line = "\n".join(f"{pad}  → {c.name} {c.arguments}" for c in event.calls)
-        elif kind == "tool_call_finished" and event.result is not None:
-            res = event.result
-            line = f"{pad}  ← {res.tool or (event.call.name if event.call else '')}: {res.status} {_first_line(res.text)}"
-        elif kind == "subagent_started":
-            line = f"{pad}[{event.agent}] subagent started"
-        elif kind == "run_finished":
-            line = f"{pad}[{event.agent}] {event.status}"
-        if line:
-            self._log(line)
-
-    def on_update(self, event: Any) -> None:
-        """Streamed tool output is shown in the result; nothing to do here."""
-
-    def _log(self, line: str) -> None:
-        self.lines.append(line)
-        if self.style == "text":
-            print(line)
-        elif self.display_handle is not None:
-            self.display_handle.update(self)
-
-    def waiting_prompt(self) -> None:
-        return None
-
-    def finish(self, result: AgentRunResult | None, error: str | None = None) -> None:
-        if self.result is not None or self.error is not None:
-            return
-        self.result, self.error = result, error
-        if result is not None:
-            self.status, self.turns, self.trace = result.status, result.turns, result.trace
-            self.tokens = (result.usage.input_tokens, result.usage.output_tokens)
-        else:
-            self.status = "error"
-        if self.style == "text":
-            print(self.text_summary())
-        elif self.display_handle is not None:
-            self.display_handle.update(self)
-
-    def show(self) -> None:
-        from IPython.display import display
-
-        from kode_nb.ui.cell_display import display_in_cell
-
-        if self.style == "text":
-            print(f"[{self.agent}] running (run {self.run_id})")
-        elif self.display_handle is None:
-            self.display_handle = display_in_cell(self)
-        else:
-            display(self, display_id=self.display_handle.display_id)
-
-    def text_summary(self) -> str:
-        line = run_summary(self.agent, self.status, self.turns, self.tokens)
-        if self.result is not None:
-            body = str(self.result.output) if self.result.ok else str(self.result.error)
-            return f"{line}\n{body}"
-        return f"{line}\n{self.error}" if self.error else line
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        parts = [f"<div><b>{esc(self.agent)}</b> {esc(self.status)}</div>"]
-        if self.lines:
-            parts.append(f'<pre style="{PRE}">{esc(clip(chr(10).join(self.lines)))}</pre>')
-        if self.result is not None:
-            parts.append(_answer_html(self.result))
-            parts.append(trace_html(self.result.trace))
-        elif self.error:
-            parts.append(f'<pre style="{PRE}">{esc(self.error)}</pre>')
-        text = self.text_summary()
-        if self.result is not None:
-            text += "\n" + trace_text(self.result.trace)
-        return {"text/html": f'<div style="{BOX}">' + "".join(parts) + "</div>", "text/plain": text}
-
-
-def _first_line(text: str, limit: int = 100) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
