@@ -227,7 +227,10 @@ class _Strict:
         )
 
     def convert(self) -> Schema:
-        return self.node(self.root, "parameters", ())
+        root = self.root
+        if "properties" not in root and root.get("additionalProperties") in (None, False):
+            root = {**root, "properties": {}}  # a bare object root: a tool without arguments
+        return self.node(root, "parameters", ())
 
     def node(self, src: Any, path: str, inlined: tuple[str, ...]) -> Schema:
         """Rewrite one schema; ``inlined`` are the refs expanded on the way here."""

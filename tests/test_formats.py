@@ -355,6 +355,21 @@ def test_strict_refuses_what_it_cannot_express(prop: dict[str, Any], message: st
     assert "tool 'demo'" in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "root", [{"type": "object"}, {}, {"type": "object", "additionalProperties": False}]
+)
+def test_strict_takes_a_bare_object_root_as_no_arguments(root: dict[str, Any]) -> None:
+    assert formats.openai_strict_schema(root, tool="ping") == {
+        "type": "object", "properties": {}, "required": [], "additionalProperties": False,
+    }  # fmt: skip
+    assert root.get("properties") is None  # the input is not changed
+
+
+def test_strict_still_refuses_a_root_that_takes_any_keys() -> None:
+    with pytest.raises(ConfigurationError, match="free-form object"):
+        formats.openai_strict_schema({"type": "object", "additionalProperties": {"type": "string"}})
+
+
 def test_strict_refuses_dict_parameters_of_a_real_tool() -> None:
     def tally(counts: dict[str, int]) -> int:
         """Sum counts."""
