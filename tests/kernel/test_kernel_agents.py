@@ -123,10 +123,15 @@ def test_a_click_resolves_the_approval_of_a_subagent_tool(kernel: Kernel, button
     assert kernel.value("get_session().views") == "{}"
 
 
-def test_the_handle_approves_like_the_button(kernel: Kernel) -> None:
-    kernel.ok("scribe_model = make_scribe('handle.txt')")
+def _scribe_run(kernel: Kernel, path: str) -> None:
+    """``h``: a run of the scribe subagent that will ask to write ``path``."""
+    kernel.ok(f"scribe_model = make_scribe({path!r})")
     kernel.ok(AGENT)
     kernel.ok("h = %agent scribe task=save")
+
+
+def test_the_handle_approves_like_the_button(kernel: Kernel) -> None:
+    _scribe_run(kernel, "handle.txt")
     kernel.ok("asked = await h.approval(timeout=10)")
     assert kernel.value("asked, h.status") == "True waiting for approval"
     assert kernel.value("h.approve()") == "True"
@@ -136,9 +141,7 @@ def test_the_handle_approves_like_the_button(kernel: Kernel) -> None:
 
 
 def test_cancel_stops_a_run_waiting_for_approval(kernel: Kernel) -> None:
-    kernel.ok("scribe_model = make_scribe('cancelled.txt')")
-    kernel.ok(AGENT)
-    kernel.ok("h = %agent scribe task=save")
+    _scribe_run(kernel, "cancelled.txt")
     kernel.ok("await h.approval(timeout=10)")
     assert kernel.value("h.cancel()") == "True"
     kernel.ok("r = await h")
@@ -147,9 +150,7 @@ def test_cancel_stops_a_run_waiting_for_approval(kernel: Kernel) -> None:
 
 
 def test_interrupting_the_idle_kernel_cancels_a_waiting_agent_run(kernel: Kernel) -> None:
-    kernel.ok("scribe_model = make_scribe('interrupted.txt')")
-    kernel.ok(AGENT)
-    kernel.ok("h = %agent scribe task=save")
+    _scribe_run(kernel, "interrupted.txt")
     kernel.ok("await h.approval(timeout=10)")
     kernel.km.interrupt_kernel()
     kernel.ok("r = await h")
