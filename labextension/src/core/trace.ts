@@ -1,0 +1,267 @@
+/**
+ * The kode_nb.trace/v1 record (docs/RECORDS.md) as a flat, indexable tree: spans in depth-first
+ * order with parent links, subtree sizes, times, tokens and the critical path. No DOM here.
+ */
+
+export const TRACE_SCHEMA = 'kode_nb.trace/v1';
+
+export interface TraceEvent {
+  name: string;
+  time: number | null;
+  attributes: Record<string, unknown>;
+}
+
+export interface SpanData {
+  kind: string;
+  name: string;
+  span_id: string;
+  started_at: number | null;
+  ended_at: number | null;
+  duration: number | null;
+  status: string;
+  error: string | null;
+  attributes: Record<string, unknown>;
+  events: TraceEvent[];
+  children: SpanData[];
+  [extra: string]: unknown;
+}
+
+export interface TraceData {
+  schema: string;
+  trace_id: string;
+  root: SpanData;
+  [extra: string]: unknown;
+}
+
+export interface Tokens {
+  input: number | null;
+  output: number | null;
+}
+
+/** One span of the flattened tree; `index` is its depth-first position. */
+export interface FlatSpan {
+  span: SpanData;
+  index: number;
+  parent: number;
+  depth: number;
+  /** Number of spans in this subtree, itself included. */
+  size: number;
+  childIndexes: number[];
+  start: number;
+  end: number;
+  /** Tokens this span reports itself (a model call's or a run's usage). */
+  tokens: Tokens;
+  /** Tokens of every model call in this subtree. */
+  subtreeTokens: Tokens;
+  critical: boolean;
+  /** Nesting of agent runs: 0 for the root run, 1 for a subagent it called... */
+  agentDepth: number;
+}
+
+export interface FlatTrace {
+  trace: TraceData;
+  spans: FlatSpan[];
+  start: number;
+  end: number;
+}
+
+/** Why a record could not be shown, in words for the reader. */
+export class RecordError extends Error {}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function num(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function str(value: unknown, fallback: string): string {
+  return typeof value === 'string' ? value : value == null ? fallback : String(value);
+}
+
+/**
+ * Check a record's `schema` ("kode_nb.<kind>/v<major>"): a different kind or an unknown major
+ * version raises a RecordError with a readable message.
+ */
+export function checkSchema(data: unknown, kind: string, major = 1): Record<string, unknown> {
+  if (!isObject(data)) {
+    throw new RecordError(`kode_nb ${kind} record: expected a JSON object`);
+  }
+  const schema = data['schema'];
+  const match = typeof schema === 'string' ? /^kode_nb\.([a-z_]+)\/v(\d+)/.exec(schema) : null;
+  if (!match || match[1] !== kind) {
+    throw new RecordError(
+      `not a kode_nb ${kind} record: schema is ${JSON.stringify(schema ?? null)}`
+    );
+  }
+  if (Number(match[2]) !== major) {
+    throw new RecordError(
+      `kode_nb ${kind} record schema ${schema} is not supported by this version of the ` +
+        `kode_nb extension (it reads kode_nb.${kind}/v${major}); update kode_nb`
+    );
+  }
+  return data;
+}
+
+function normalizeSpan(raw: unknown, path: string): SpanData {
+  if (!isObject(raw)) {
+    throw new RecordError(`kode_nb trace: span at ${path} is not an object`);
+  }
+  const events = Array.isArray(raw['events']) ? raw['events'] : [];
+  const children = Array.isArray(raw['children']) ? raw['children'] : [];
+  return {
+    ...raw,
+    kind: str(raw['kind'], 'span'),
+    name: str(raw['name'], '(unnamed)'),
+    span_id: str(raw['span_id'], ''),
+    started_at: num(raw['started_at']),
+    ended_at: num(raw['ended_at']),
+    duration: num(raw['duration']),
+    status: str(raw['status'], 'unknown'),
+    error: typeof raw['error'] === 'string' ? raw['error'] : null,
+    attributes: isObject(raw['attributes']) ? raw['attributes'] : {},
+    events: events.filter(isObject).map(e => ({
+      name: str(e['name'], 'event'),
+      time: num(e['time']),
+      attributes: isObject(e['attributes']) ? e['attributes'] : {}
+    })),
+    children: children as SpanData[]
+  };
+}
+
+/** Validate and normalise a trace record (children are normalised by flatten). */
+export function parseTrace(data: unknown): TraceData {
+  const obj = checkSchema(data, 'trace');
+  if (!isObject(obj['root'])) {
+    throw new RecordError('kode_nb trace: the record has no "root" span');
+  }
+  return {
+    ...obj,
+    schema: String(obj['schema']),
+    trace_id: str(obj['trace_id'], ''),
+    root: obj['root'] as SpanData
+  };
+}
+
+function usageOf(span: SpanData): Tokens {
+  const usage = span.attributes['usage'];
+  if ((span.kind !== 'model_call' && span.kind !== 'run') || !isObject(usage)) {
+    return { input: null, output: null };
+  }
+  return { input: num(usage['input_tokens']), output: num(usage['output_tokens']) };
+}
+
+function addTokens(into: Tokens, more: Tokens): void {
+  if (more.input !== null) {
+    into.input = (into.input ?? 0) + more.input;
+  }
+  if (more.output !== null) {
+    into.output = (into.output ?? 0) + more.output;
+  }
+}
+
+/** Flatten a trace depth-first (iteratively: deep nesting cannot overflow the stack). */
+export function flatten(trace: TraceData): FlatTrace {
+  const spans: FlatSpan[] = [];
+  // runs: how many agent runs enclose the span
+  const stack: Array<{ raw: unknown; parent: number; depth: number; path: string; runs: number }> =
+    [{ raw: trace.root, parent: -1, depth: 0, path: 'root', runs: 0 }];
+  while (stack.length) {
+    const item = stack.pop()!;
+    const span = normalizeSpan(item.raw, item.path);
+    const index = spans.length;
+    const start = span.started_at ?? (item.parent >= 0 ? spans[item.parent].start : 0);
+    const end = span.ended_at ?? (span.duration !== null ? start + span.duration : Number.NaN);
+    const isRun = span.kind === 'run';
+    const tokens = usageOf(span);
+    spans.push({
+      span,
+      index,
+      parent: item.parent,
+      depth: item.depth,
+      size: 1,
+      childIndexes: [],
+      start,
+      end,
+      tokens,
+      subtreeTokens: { input: null, output: null },
+      critical: false,
+      agentDepth: isRun ? item.runs : Math.max(0, item.runs - 1)
+    });
+    if (item.parent >= 0) {
+      spans[item.parent].childIndexes.push(index);
+    }
+    for (let c = span.children.length - 1; c >= 0; c--) {
+      stack.push({
+        raw: span.children[c],
+        parent: index,
+        depth: item.depth + 1,
+        path: `${item.path}.children[${c}]`,
+        runs: item.runs + (isRun ? 1 : 0)
+      });
+    }
+  }
+  // bottom-up: subtree sizes, tokens and ends of open spans (children come after parents)
+  for (let i = spans.length - 1; i >= 0; i--) {
+    const s = spans[i];
+    if (s.span.kind === 'model_call') {
+      addTokens(s.subtreeTokens, s.tokens);
+    }
+    if (Number.isNaN(s.end)) {
+      s.end = s.start;
+      for (const c of s.childIndexes) {
+        s.end = Math.max(s.end, spans[c].end);
+      }
+    }
+    if (s.parent >= 0) {
+      const p = spans[s.parent];
+      p.size += s.size;
+      addTokens(p.subtreeTokens, s.subtreeTokens);
+    }
+  }
+  let start = Infinity;
+  let end = -Infinity;
+  for (const s of spans) {
+    start = Math.min(start, s.start);
+    end = Math.max(end, s.end);
+  }
+  const flat: FlatTrace = { trace, spans, start, end };
+  markCriticalPath(flat);
+  return flat;
+}
+
+/**
+ * The critical path: from the root, the child that ends last, then the child that ends last
+ * before that one started, and so on (the chain of sequential children that ends at the
+ * parent's end); each child on it is followed down the same way.
+ */
+export function markCriticalPath(flat: FlatTrace): void {
+  const spans = flat.spans;
+  if (!spans.length) {
+    return;
+  }
+  const todo = [0];
+  while (todo.length) {
+    const i = todo.pop()!;
+    const s = spans[i];
+    s.critical = true;
+    const kids = s.childIndexes.slice().sort((a, b) => spans[b].end - spans[a].end);
+    let limit = Infinity;
+    for (const k of kids) {
+      if (spans[k].end <= limit + 1e-9) {
+        todo.push(k);
+        limit = spans[k].start;
+      }
+    }
+  }
+}
+
+/** Ancestors of span `index`, nearest first. */
+export function ancestors(flat: FlatTrace, index: number): number[] {
+  const out: number[] = [];
+  for (let p = flat.spans[index].parent; p >= 0; p = flat.spans[p].parent) {
+    out.push(p);
+  }
+  return out;
+}

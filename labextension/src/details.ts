@@ -1,0 +1,262 @@
+/** The details pane of the trace viewer: everything recorded about one span. */
+
+import { copyButton, h, pretty, block, Child } from './dom';
+import { formatDuration, formatTokens } from './core/format';
+import { FlatSpan, FlatTrace, SpanData } from './core/trace';
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function field(label: string, value: Child | Child[]): HTMLElement {
+  const values = Array.isArray(value) ? value : [value];
+  return h(
+    'div.kode-nb-field',
+    null,
+    h('span.kode-nb-field-label', null, label),
+    h('span.kode-nb-field-value', null, ...values)
+  );
+}
+
+function section(title: string, ...body: Child[]): HTMLElement {
+  return h('section.kode-nb-section', null, h('h4.kode-nb-section-title', null, title), ...body);
+}
+
+function chips(items: unknown): HTMLElement {
+  const list = Array.isArray(items) ? items : [];
+  if (!list.length) {
+    return h('span.kode-nb-muted', null, 'none');
+  }
+  return h('span.kode-nb-chips', null, ...list.map(t => h('code.kode-nb-chip', null, String(t))));
+}
+
+export function statusBadge(status: string): HTMLElement {
+  return h(`span.kode-nb-status.kode-nb-status-${status.replace(/[^a-z_]/gi, '')}`, null, status);
+}
+
+function text(value: unknown): string {
+  return value === null || value === undefined
+    ? ''
+    : typeof value === 'string'
+      ? value
+      : pretty(value);
+}
+
+function message(m: unknown): HTMLElement {
+  if (!isObject(m)) {
+    return block(pretty(m));
+  }
+  const role = String(m['role'] ?? 'message');
+  const parts: Child[] = [
+    h(`span.kode-nb-role.kode-nb-role-${role.replace(/\W/g, '')}`, null, role)
+  ];
+  if (role === 'tool') {
+    parts.push(
+      h('span.kode-nb-muted', null, ` ${String(m['name'] ?? '')} ${String(m['call_id'] ?? '')}`)
+    );
+    if (m['is_error']) {
+      parts.push(statusBadge('error'));
+    }
+  }
+  const body = text(m['content'] ?? m['text']);
+  const calls = Array.isArray(m['tool_calls']) ? m['tool_calls'] : [];
+  return h(
+    'div.kode-nb-message',
+    null,
+    h('div.kode-nb-message-head', null, ...parts),
+    body ? block(body) : null,
+    ...calls.map(c => toolCallLine(c))
+  );
+}
+
+function toolCallLine(c: unknown): HTMLElement {
+  const call = isObject(c) ? c : {};
+  return h(
+    'div.kode-nb-toolcall',
+    null,
+    h('span.kode-nb-muted', null, '→ '),
+    h('code', null, String(call['name'] ?? '?')),
+    h('span.kode-nb-muted', null, ` ${String(call['id'] ?? '')} `),
+    block(text(call['arguments']))
+  );
+}
+
+/** The approval decision from a tool call's executor events, in words. */
+export function approvalOf(span: SpanData): string | null {
+  let requested = false;
+  for (const e of span.events) {
+    if (e.name === 'approval_requested') {
+      requested = true;
+    }
+    if (e.name === 'approval_resolved') {
+      const a = e.attributes;
+      const decision = String(
+        a['decision'] ?? (a['approved'] === false ? 'denied' : a['approved'] ? 'approved' : '?')
+      );
+      const reason = a['reason'] ? `: ${String(a['reason'])}` : '';
+      return `${decision}${reason}`;
+    }
+  }
+  return requested ? 'waiting (no decision recorded)' : null;
+}
+
+function runSection(a: Record<string, unknown>, s: FlatSpan): HTMLElement[] {
+  const usage = isObject(a['usage']) ? a['usage'] : {};
+  return [
+    section(
+      s.agentDepth > 0 ? `Subagent run (depth ${String(a['depth'] ?? s.agentDepth)})` : 'Agent run',
+      field('agent', h('code', null, String(a['agent'] ?? s.span.name))),
+      field('model', String(a['model'] ?? '–')),
+      field('depth', String(a['depth'] ?? s.agentDepth)),
+      field('tools (allowlist)', chips(a['tools'])),
+      field('turns', `${String(a['turns'] ?? '?')} of max ${String(a['max_turns'] ?? '?')}`),
+      field(
+        'requests',
+        `${String(usage['requests'] ?? '?')} model, ${String(usage['tool_calls'] ?? '?')} tool calls`
+      )
+    ),
+    a['system_prompt'] ? section('System prompt', block(text(a['system_prompt']))) : null,
+    a['prompt'] !== undefined ? section('Prompt', block(text(a['prompt']))) : null,
+    a['output'] !== undefined ? section('Output', block(text(a['output']))) : null
+  ].filter((x): x is HTMLElement => x !== null);
+}
+
+function modelSection(a: Record<string, unknown>): HTMLElement[] {
+  const messages = Array.isArray(a['messages']) ? a['messages'] : [];
+  const response = isObject(a['response']) ? a['response'] : {};
+  const calls = Array.isArray(response['tool_calls']) ? response['tool_calls'] : [];
+  return [
+    section(
+      'Model call',
+      field('model', String(a['model'] ?? '–')),
+      field('latency', formatDuration(typeof a['latency'] === 'number' ? a['latency'] : null)),
+      field('stop reason', String(a['stop_reason'] ?? '–')),
+      field(
+        'history',
+        `${String(a['message_count'] ?? '?')} messages (${messages.length} new here)`
+      ),
+      field('tools offered', chips(a['tools']))
+    ),
+    section(`Request: messages sent (${messages.length})`, ...messages.map(message)),
+    section(
+      'Response',
+      response['text'] ? block(text(response['text'])) : h('div.kode-nb-muted', null, '(no text)'),
+      ...calls.map(toolCallLine)
+    )
+  ];
+}
+
+function toolSection(s: SpanData): HTMLElement[] {
+  const a = s.attributes;
+  const result = isObject(a['result']) ? a['result'] : null;
+  const approval = approvalOf(s);
+  return [
+    section(
+      'Tool call',
+      field('tool', h('code', null, String(a['tool'] ?? s.name))),
+      field('call id', String(a['call_id'] ?? '–')),
+      approval ? field('approval', h('span.kode-nb-approval', null, approval)) : null
+    ),
+    section('Arguments', block(text(a['arguments'] ?? null))),
+    result
+      ? section(
+          'Result',
+          field('status', statusBadge(String(result['status'] ?? '?'))),
+          result['error_type'] ? field('error type', String(result['error_type'])) : null,
+          field(
+            'duration',
+            formatDuration(typeof result['duration'] === 'number' ? result['duration'] : null)
+          ),
+          block(text(result['text'] ?? '')),
+          result['details'] !== undefined && result['details'] !== null
+            ? h(
+                'div',
+                null,
+                h('div.kode-nb-muted', null, 'details'),
+                block(pretty(result['details']))
+              )
+            : null
+        )
+      : section('Result', h('div.kode-nb-muted', null, 'no result recorded'))
+  ];
+}
+
+function eventsSection(flat: FlatTrace, s: SpanData): HTMLElement | null {
+  if (!s.events.length) {
+    return null;
+  }
+  const rows = s.events.map(e =>
+    h(
+      'tr',
+      null,
+      h('td.kode-nb-num', null, e.time === null ? '' : `+${formatDuration(e.time - flat.start)}`),
+      h('td', null, h('code', null, e.name)),
+      h('td', null, Object.keys(e.attributes).length ? pretty(e.attributes) : '')
+    )
+  );
+  return section(
+    `Events (${s.events.length})`,
+    h('table.kode-nb-events', null, h('tbody', null, ...rows))
+  );
+}
+
+/** The pane for span `index`. */
+export function renderDetails(flat: FlatTrace, index: number): HTMLElement {
+  const s = flat.spans[index];
+  const span = s.span;
+  const a = span.attributes;
+  let body: HTMLElement[];
+  if (span.kind === 'run') {
+    body = runSection(a, s);
+  } else if (span.kind === 'model_call') {
+    body = modelSection(a);
+  } else if (span.kind === 'tool_call') {
+    body = toolSection(span);
+  } else {
+    body = [section('Attributes', block(pretty(a)))];
+  }
+  const known = [
+    'kind',
+    'name',
+    'span_id',
+    'started_at',
+    'ended_at',
+    'duration',
+    'status',
+    'error',
+    'attributes',
+    'events',
+    'children'
+  ];
+  const extra = Object.keys(span).filter(k => !known.includes(k));
+  return h(
+    'div.kode-nb-details-inner',
+    null,
+    h(
+      'div.kode-nb-details-head',
+      null,
+      h('span.kode-nb-kind', null, span.kind),
+      h('b.kode-nb-details-name', null, span.name),
+      statusBadge(span.status),
+      copyButton('Copy JSON', () => JSON.stringify(span, null, 2))
+    ),
+    field(
+      'duration',
+      `${formatDuration(span.duration)} (starts +${formatDuration(s.start - flat.start)})`
+    ),
+    field(
+      'subtree',
+      `${s.size.toLocaleString()} span${s.size === 1 ? '' : 's'}, tokens ${formatTokens(s.subtreeTokens) || '–'}`
+    ),
+    span.kind === 'model_call' || span.kind === 'run'
+      ? field('tokens (in→out)', formatTokens(s.tokens) || 'not reported')
+      : null,
+    s.critical ? field('critical path', 'yes: this span ends when its parent can') : null,
+    span.error ? section('Error', h('pre.kode-nb-pre.kode-nb-error', null, span.error)) : null,
+    ...body,
+    eventsSection(flat, span),
+    extra.length
+      ? section('Other fields', block(pretty(Object.fromEntries(extra.map(k => [k, span[k]])))))
+      : null
+  );
+}

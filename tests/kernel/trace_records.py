@@ -1,0 +1,123 @@
+"""Real kode_nb traces for the trace viewer's tests: an :class:`~kode_nb.Agent` on a
+:class:`~kode_nb.models.ScriptedModel` that calls a tool, a tool that fails, and a subagent
+(with its own tool allowlist) that calls a tool too. Also a synthetic trace of any size for
+the benchmark (``benchmarks/trace_viewer.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kode_nb import ToolRegistry, define_tool, use_registry
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
+from kode_nb.models import ScriptedModel
+from kode_nb.models.scripted import call
+
+
+class Question(BaseModel):
+    question: str = Field(description="What to check")
+
+TRACE_MIME = "application/vnd.kode-nb.trace+json"
+
+
+def sample_trace() -> dict[str, Any]:
+    """``Trace.to_dict()`` of a real run: main → add, divide (fails), researcher → add."""
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    def divide(a: int, b: int) -> float:
+        """Divide a by b."""
+        return a / b
+
+    with use_registry(ToolRegistry()):
+        define_tool(add, inline=True)
+        define_tool(divide, inline=True)
+        register_subagent(
+            AgentDefinition(
+                name="researcher", description="Checks a sum.", tools=["add"],
+                system_prompt="Check: {question}", input_model=Question,
+                model=ScriptedModel([call("add", a=20, b=22), "It is 42."]),
+            )
+        )  # fmt: skip
+        model = ScriptedModel(
+            [
+                call("add", a=40, b=2),
+                call("divide", a=1, b=0),
+                call("researcher", question="Is 40 + 2 really 42?"),
+                "The answer is **42** (checked by the researcher).",
+            ]
+        )
+        agent = Agent(model=model, tools=["add", "divide", "researcher"])
+        result = asyncio.run(agent.run("What is 40 + 2? Check it."))
+    return result.trace.to_dict()
+
+
+def synthetic_trace(n_spans: int, *, t0: float = 1_700_000_000.0) -> dict[str, Any]:
+    """A ``kode_nb.trace/v1`` dict of exactly ``n_spans`` spans: one run, turns of one model
+    call and three tool calls each, every sixth turn's first tool call a nested subagent run."""
+
+    def span(kind: str, name: str, start: float, dur: float, **attrs: Any) -> dict[str, Any]:
+        return {
+            "kind": kind, "name": name, "span_id": secrets.token_hex(8), "started_at": start,
+            "ended_at": start + dur, "duration": dur, "status": "ok", "error": None,
+            "attributes": attrs, "events": [], "children": [],
+        }  # fmt: skip
+
+    root = span("run", "main", t0, 0.0, agent="main", model="scripted", depth=0, tools=["read"])
+    root["status"] = "completed"
+    count, t, turn = 1, t0, 0
+    while count < n_spans:
+        turn += 1
+        tr = span("turn", f"turn {turn}", t, 0.0, turn=turn)
+        root["children"].append(tr)
+        count += 1
+        for j in range(4):
+            if count >= n_spans:
+                break
+            if j == 0:
+                usage = {"input_tokens": 100 + turn, "output_tokens": 20}
+                s = span("model_call", "chat scripted", t, 0.01, model="scripted", usage=usage)
+            else:
+                s = span("tool_call", "execute_tool read", t, 0.005, tool="read",
+                         call_id=f"c{turn}-{j}", arguments={"path": f"f{turn}.py"},
+                         result={"status": "ok", "is_error": False, "text": "x = 1"})  # fmt: skip
+            t += s["duration"]
+            tr["children"].append(s)
+            count += 1
+            if j == 1 and turn % 6 == 0 and count < n_spans:
+                sub = span("run", "helper", s["started_at"], s["duration"], agent="helper",
+                           model="scripted", depth=1, tools=["read"])  # fmt: skip
+                sub["status"] = "completed"
+                s["children"].append(sub)
+                count += 1
+        tr["duration"] = t - tr["started_at"]
+        tr["ended_at"] = t
+    root["duration"], root["ended_at"] = t - t0, t
+    return {"schema": "kode_nb.trace/v1", "trace_id": secrets.token_hex(16), "root": root}
+
+
+def write_fixtures(folder: str) -> None:
+    """``sample-trace.json`` (a real trace) and ``sample-otlp.json`` (its ``Trace.to_otlp()``)
+    for the extension's OpenTelemetry test (labextension/test/otel.test.ts)."""
+    import json
+    from pathlib import Path
+
+    from kode_nb.agents.trace import Trace
+
+    data = sample_trace()
+    out = Path(folder)
+    (out / "sample-trace.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    otlp = Trace.from_dict(data).to_otlp()
+    (out / "sample-otlp.json").write_text(json.dumps(otlp, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":  # python tests/kernel/trace_records.py labextension/test/fixtures
+    import sys
+
+    write_fixtures(sys.argv[1])
