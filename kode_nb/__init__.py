@@ -255,6 +255,11 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the prebuilt kode_nb extension (``kode_nb/labextension``)."""
+    return [{"src": "labextension", "dest": "kode-nb"}]
+
+
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:

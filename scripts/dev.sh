@@ -7,7 +7,7 @@
 #                                                    the kernel tests also run on ipykernel 6, from a
 #                                                    second venv .venv-ipykernel6
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
-#   bash scripts/dev.sh install                      only create/update .venv
+#   bash scripts/dev.sh install                      only create/update .venv (and build labextension/)
 #
 # Environment: PYTHON (default python3) builds the venvs; KODE_NB_FORCE_INSTALL=1 reinstalls even
 # when pyproject.toml has not changed. `test` exports KODE_NB_EXTRA_KERNELS (kernelspec names, comma
@@ -55,17 +55,47 @@ ensure_venv() {
     log "installing $(printf '%s ' "kode_nb${extras:+[$extras]}" "$@")into ${venv#"$ROOT"/}" \
         "(pyproject.toml changed or first run)"
     rm -f "$stamp"
+    # The build hook (hatch-jupyter-builder) builds labextension/ only on a fresh clone; after
+    # that ensure_labextension rebuilds it when its sources change. A symlinked share/ entry is
+    # removed first so pip never writes or deletes through it.
+    local skip_npm=0 link="$venv/share/jupyter/labextensions/kode-nb"
+    [[ -f kode_nb/labextension/package.json ]] && skip_npm=1
+    if [[ -L "$link" ]]; then rm -f "$link" || return 1; fi
     # (explicit `|| return`: `set -e` is off inside a function called from `step ... ||`)
-    "$venv/bin/python" -m pip install --quiet -e "$target" "$@" || return 1
-
-    # ---- labextension build (coming) -------------------------------------------------------------
-    # When labextension/ exists (TypeScript JupyterLab extension, built with jlpm from the venv),
-    # build it here so `lab` and the browser tests see it, e.g.:
-    #   (cd labextension && "$venv/bin/jlpm" install && "$venv/bin/jlpm" build:prod)
-    # and add labextension/package.json + yarn.lock to the stamp hash above.
-    # -----------------------------------------------------------------------------------------------
+    HATCH_JUPYTER_BUILDER_SKIP_NPM=$skip_npm PATH="$venv/bin:$PATH" \
+        "$venv/bin/python" -m pip install --quiet -e "$target" "$@" || return 1
 
     echo "$want" >"$stamp" || return 1
+}
+
+# labextension_hash: what the built JupyterLab extension depends on (its npm manifest, lock file,
+# TypeScript sources and styles).
+labextension_hash() {
+    (cd labextension && find package.json yarn.lock .yarnrc.yml tsconfig.json src style -type f \
+        -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
+}
+
+# ensure_labextension VENV: build labextension/ into kode_nb/labextension with VENV's jlpm when
+# its sources changed (a cold `jlpm install` takes ~2 min, later builds ~15 s), and let VENV's
+# JupyterLab load it from there: share/jupyter/labextensions/kode-nb -> kode_nb/labextension
+# (as `jupyter labextension develop` does).
+ensure_labextension() {
+    local venv="$1" stamp want link
+    stamp="$venv/.kode_nb-labextension-stamp"
+    link="$venv/share/jupyter/labextensions/kode-nb"
+    want="$(labextension_hash)" || return 1
+    if [[ ! -f kode_nb/labextension/static/style.js || ! -f "$stamp" \
+        || "$(cat "$stamp")" != "$want" ]]; then
+        log "building the JupyterLab extension (labextension/ changed or first run)"
+        rm -f "$stamp"
+        (cd labextension && export PATH="$venv/bin:$PATH" && jlpm install && jlpm build:prod) \
+            || return 1
+        echo "$want" >"$stamp" || return 1
+    fi
+    if [[ "$(readlink "$link" 2>/dev/null)" != "$ROOT/kode_nb/labextension" ]]; then
+        mkdir -p "$(dirname "$link")" && rm -rf "$link" \
+            && ln -s "$ROOT/kode_nb/labextension" "$link" || return 1
+    fi
 }
 
 # ensure_chromium: the browser tests need Debian's chromium at /usr/bin/chromium. Installed with
@@ -135,6 +165,7 @@ quiet_lab_news() {
 
 cmd_lab() {
     ensure_venv "$VENV" dev
+    ensure_labextension "$VENV"
     use_jupyter_state "$VENV/jupyter-state"
     quiet_lab_news
     local args=(--ip=127.0.0.1 "--ServerApp.root_dir=$ROOT")
@@ -168,6 +199,7 @@ cmd_test() {
         echo "dev.sh test: installing kode_nb[dev] failed; nothing was checked" >&2
         exit 1
     fi
+    step labext ensure_labextension "$VENV"
 
     # Browser tests drive a real JupyterLab in Debian's chromium (never a downloaded browser).
     step chromium ensure_chromium
@@ -182,6 +214,10 @@ cmd_test() {
     step ruff "$VENV/bin/ruff" check
     step format "$VENV/bin/ruff" format --check
     step mypy "$VENV/bin/mypy"
+    # The extension's TypeScript: tsc --noEmit (strict) + prettier, then node --test on its
+    # DOM-free logic (labextension/test/).
+    step ts-lint bash -c 'cd labextension && jlpm lint'
+    step ts-test bash -c 'cd labextension && jlpm test'
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
     local notebooks=(notebooks/*.ipynb)
     if [[ -e "${notebooks[0]}" ]]; then
@@ -217,7 +253,7 @@ case "$cmd" in
     lab) cmd_lab "$@" ;;
     test) cmd_test "$@" ;;
     bench) cmd_bench "$@" ;;
-    install) ensure_venv "$VENV" dev ;;
+    install) ensure_venv "$VENV" dev && ensure_labextension "$VENV" ;;
     -h | --help | help) usage ;;
     *) usage >&2; exit 2 ;;
 esac
