@@ -139,7 +139,7 @@ export class TraceViewer {
   private axis(): HTMLElement {
     const total = this.flat.end - this.flat.start;
     const axis = h('span.kode-nb-col-timeline.kode-nb-axis');
-    for (const f of [0, 0.25, 0.5, 0.75]) {
+    for (const f of [0, 1 / 3, 2 / 3]) {
       const tick = h('span.kode-nb-tick', null, formatDuration(total * f));
       tick.style.left = `${f * 100}%`;
       axis.appendChild(tick);
@@ -235,18 +235,19 @@ export class TraceViewer {
     );
     const needed = last - first;
     while (this.pool.length < needed) {
-      const els = makeRow();
-      this.pool.push(els);
-      this.spacer.appendChild(els.row);
+      this.pool.push(makeRow());
     }
+    // rows outside the window leave the DOM (so only drawn rows are `.kode-nb-span`s)
     for (let k = 0; k < this.pool.length; k++) {
       const els = this.pool[k];
       if (k >= needed) {
-        els.row.style.display = 'none';
+        els.row.remove();
         continue;
       }
-      els.row.style.display = '';
       this.fill(els, first + k);
+      if (els.row.parentNode !== this.spacer) {
+        this.spacer.appendChild(els.row);
+      }
     }
   }
 
@@ -270,7 +271,7 @@ export class TraceViewer {
       els.row.removeAttribute('aria-expanded');
     }
     els.twisty.textContent = hasKids ? (open ? '▾' : '▸') : '';
-    els.twisty.style.marginLeft = `${s.depth * 14}px`;
+    els.twisty.style.marginLeft = `${Math.min(s.depth, 40) * 12}px`;
     els.kind.textContent = kindLabel(span.kind, s.agentDepth);
     els.name.textContent = span.name;
     els.name.title = span.name;

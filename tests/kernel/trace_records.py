@@ -21,6 +21,7 @@ from kode_nb.models.scripted import call
 class Question(BaseModel):
     question: str = Field(description="What to check")
 
+
 TRACE_MIME = "application/vnd.kode-nb.trace+json"
 
 
@@ -100,6 +101,69 @@ def synthetic_trace(n_spans: int, *, t0: float = 1_700_000_000.0) -> dict[str, A
         tr["ended_at"] = t
     root["duration"], root["ended_at"] = t - t0, t
     return {"schema": "kode_nb.trace/v1", "trace_id": secrets.token_hex(16), "root": root}
+
+
+def records(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """One record of each kind (docs/RECORDS.md) as the kernel saves it: MIME type -> data."""
+    root = trace["root"]
+    a = root["attributes"]
+    run = {
+        "schema": "kode_nb.run/v1", "agent": a["agent"], "model": a["model"],
+        "status": root["status"], "turns": a["turns"],
+        "usage": {"input_tokens": a["usage"]["input_tokens"], "output_tokens": None},
+        "duration": root["duration"], "prompt": a["prompt"], "output": a["output"],
+        "error": None, "interrupted": None, "warnings": [], "trace": trace,
+    }  # fmt: skip
+    call = {
+        "schema": "kode_nb.call/v1", "tool": "write_note", "call_id": "call-7", "kind": "edit",
+        "status": "denied", "arguments": {"path": "note.txt", "text": "hello"},
+        "approval": {"decision": "denied", "reason": "not in this folder"}, "updates": None,
+        "result": {"text": "Denied: not in this folder", "truncated": False, "total_chars": 26,
+                   "is_error": True, "error_type": "ToolPermissionError", "details": None},
+        "started_at": root["started_at"], "duration": 0.002,
+    }  # fmt: skip
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    card = {
+        "schema": "kode_nb.card/v1", "name": "add", "label": "Add", "description": "Add two integers.",
+        "kind": "other", "category": "inline", "groups": [], "timeout": None, "approval": "never",
+        "source": None,
+        "parameters": [{"name": "a", "type": "integer", "required": True, "default": None,
+                        "description": "The first"}],
+        "schemas": {"openai": {"type": "function", "function": {"name": "add", "parameters": schema}},
+                    "anthropic": {"name": "add", "input_schema": schema}},
+    }  # fmt: skip
+    table = {
+        "schema": "kode_nb.table/v1", "title": "Tools",
+        "columns": [{"key": "name", "label": "Name", "align": "left"},
+                    {"key": "calls", "label": "Calls", "align": "right"}],
+        "rows": [{"name": "add", "calls": 2}, {"name": "divide", "calls": 1}],
+        "empty": "no tools", "note": None,
+    }  # fmt: skip
+    return {
+        TRACE_MIME: trace,
+        "application/vnd.kode-nb.run+json": run,
+        "application/vnd.kode-nb.call+json": call,
+        "application/vnd.kode-nb.card+json": card,
+        "application/vnd.kode-nb.table+json": table,
+    }
+
+
+def saved_notebook(kernel: str = "python3") -> dict[str, Any]:
+    """A notebook whose saved outputs are one static record of each kind (each with its
+    text/html and text/plain fallbacks), as kode_nb leaves them once the views are final."""
+    cells = []
+    for i, (mime, data) in enumerate(records(sample_trace()).items()):
+        bundle = {mime: data, "text/plain": f"<{mime}>",
+                  "text/html": f"<b>fallback</b> {mime.split('.')[-1]}"}  # fmt: skip
+        cells.append({
+            "cell_type": "code", "id": f"cell-{i}", "metadata": {}, "execution_count": i + 1,
+            "source": f"# {mime}",
+            "outputs": [{"output_type": "display_data", "metadata": {}, "data": bundle}],
+        })  # fmt: skip
+    return {
+        "nbformat": 4, "nbformat_minor": 5, "cells": cells,
+        "metadata": {"kernelspec": {"name": kernel, "display_name": "Python 3", "language": "python"}},
+    }  # fmt: skip
 
 
 def write_fixtures(folder: str) -> None:

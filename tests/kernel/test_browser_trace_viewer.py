@@ -1,0 +1,205 @@
+"""The kode_nb JupyterLab extension in a real browser: a notebook whose saved outputs are static
+kode_nb records (a real trace with a subagent, a run, a tool call, a tool card, a table), reopened
+with no kernel, in JupyterLab (trusted and untrusted) and in Notebook 7. The trace viewer draws its
+span rows, a click shows a span's details, the search narrows the rows, the keyboard moves the
+selection, and nothing shows "Error displaying widget".
+
+Needs the Debian ``chromium`` package and Python ``playwright`` (never ``playwright install``), and
+the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
+``test-artifacts/trace_viewer_*.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .browser import ARTIFACTS, TOKEN, browser_page, jupyter_server
+from .trace_records import saved_notebook
+
+ABSENT_KERNEL = "kode-nb-no-such-kernel"  # nothing can start: the notebook stays kernel-less
+
+
+def _labextension_installed() -> bool:
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return "kode-nb" in out.stdout + out.stderr
+
+
+pytestmark = pytest.mark.skipif(
+    not _labextension_installed(),
+    reason="needs the kode-nb labextension built into this venv: bash scripts/dev.sh install",
+)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    with jupyter_server(
+        "jupyterlab", tmp_path_factory.mktemp("lab-trace"), "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ) as served:  # fmt: skip
+        yield served
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    with jupyter_server(
+        "notebook", tmp_path_factory.mktemp("nb7-trace"),
+        "--JupyterNotebookApp.expose_app_in_browser=True",
+    ) as served:  # fmt: skip
+        yield served
+
+
+def write_notebook(folder: Path, name: str, *, trusted: bool) -> None:
+    nb = saved_notebook(kernel=ABSENT_KERNEL)
+    if trusted:  # signed with the server's own secret and signature database
+        import nbformat
+        from nbformat.sign import NotebookNotary
+
+        node = nbformat.from_dict(nb)
+        NotebookNotary(data_dir=str(folder.parent / "data")).sign(node)
+        nb = dict(node)
+    (folder / name).write_text(json.dumps(nb))
+
+
+def open_without_kernel(page: Any, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector(".kode-nb-trace .kode-nb-span", timeout=60_000)
+    no_kernel = page.locator(".jp-Dialog").get_by_role("button", name="No Kernel")
+    try:
+        no_kernel.wait_for(timeout=5_000)
+        no_kernel.click()
+    except sync_timeout():
+        pass
+    assert page.evaluate(
+        """() => { const w = window.jupyterapp.shell.currentWidget;
+                   return !(w.sessionContext.session && w.sessionContext.session.kernel); }"""
+    ), "the notebook must stay without a kernel"
+
+
+def sync_timeout() -> type[Exception]:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    return PlaywrightTimeout
+
+
+def trusted_cells(page: Any) -> list[bool]:
+    return list(
+        page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => c.model.trusted)"
+        )
+    )
+
+
+def check_records(page: Any, errors: list[str]) -> None:
+    """The checks shared by every front end and trust state."""
+    body = page.locator("body").inner_text()
+    assert "Error displaying widget" not in body
+    assert "fallback" not in body  # every record drew with the extension, not its HTML
+    traces = page.locator(".kode-nb-trace")
+    assert traces.count() == 2  # the trace record, and the one inside the run record
+    viewer = traces.first
+    rows = viewer.locator(".kode-nb-span")
+    assert rows.count() == 18  # every span of the real trace (within the drawn window)
+    assert viewer.get_attribute("data-spans") == "18"
+    subagent = viewer.locator(".kode-nb-span", has_text="researcher").filter(has_text="depth 1")
+    assert "tools: add" in subagent.inner_text()  # a nested subagent shows depth and allowlist
+
+    viewer.locator(".kode-nb-span", has_text="execute_tool divide").click()
+    details = viewer.locator(".kode-nb-trace-details")
+    text = details.inner_text()
+    assert "Arguments" in text
+    assert "ZeroDivisionError" in text
+    assert '"b": 0' in text
+    assert viewer.locator(".kode-nb-span.kode-nb-selected").inner_text().startswith("TOOL")
+
+    viewer.locator(".kode-nb-span", has_text="chat scripted").first.click()
+    text = details.inner_text()
+    assert "Request: messages sent (1)" in text
+    assert "What is 40 + 2? Check it." in text
+
+    viewer.locator(".kode-nb-trace-search").fill("divide")
+    page.wait_for_function(
+        "() => document.querySelector('.kode-nb-trace').querySelectorAll('.kode-nb-span')"
+        ".length === 3"
+    )
+    shown = rows.all_inner_texts()
+    assert len(shown) == 3  # the match and its two ancestors (run, turn 2)
+    assert "execute_tool divide" in shown[-1]
+    assert "1 of 18 match" in viewer.locator(".kode-nb-trace-count").inner_text()
+
+    run = page.locator(".kode-nb-run")
+    assert run.locator(".kode-nb-run-output strong").inner_text() == "42"  # markdown, sanitized
+    assert "completed" in run.locator(".kode-nb-record-header").inner_text()
+    call = page.locator(".kode-nb-call")
+    assert "Denied: not in this folder" in call.locator(".kode-nb-approval").inner_text()
+    card = page.locator(".kode-nb-card")
+    card.get_by_role("tab", name="anthropic").click()
+    assert "input_schema" in card.locator(".kode-nb-schema").inner_text()
+    assert page.locator(".kode-nb-table-record tbody tr").count() == 2
+    assert not [e for e in errors if "kode" in e.lower()], errors
+
+
+def test_saved_records_render_in_jupyterlab_without_a_kernel(lab: tuple[str, Path]) -> None:
+    base, folder = lab
+    write_notebook(folder, "saved_trusted.ipynb", trusted=True)
+    with browser_page("trace_viewer_lab_failure.png") as (page, errors):
+        open_without_kernel(page, f"{base}/lab/tree/saved_trusted.ipynb?token={TOKEN}&reset")
+        assert all(trusted_cells(page))
+        viewer = page.locator(".kode-nb-trace").first
+        # keyboard: the list takes focus, arrows move the selection, / goes to the search box
+        viewer.locator(".kode-nb-span").first.click()
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowDown")
+        assert "chat scripted" in viewer.locator(".kode-nb-span.kode-nb-selected").inner_text()
+        page.keyboard.press("ArrowLeft")  # to the parent turn
+        assert "turn 1" in viewer.locator(".kode-nb-span.kode-nb-selected").inner_text()
+        page.keyboard.press("ArrowLeft")  # collapse it
+        assert viewer.locator(".kode-nb-span", has_text="execute_tool add").count() == 1
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("/")
+        assert page.evaluate(
+            "() => document.activeElement.classList.contains('kode-nb-trace-search')"
+        )
+        check_records(page, errors)
+        viewer.locator(".kode-nb-trace-search").fill("")
+        page.screenshot(path=str(ARTIFACTS / "trace_viewer_lab.png"), full_page=True)
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+            "{theme: 'JupyterLab Dark'})"
+        )
+        page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(ARTIFACTS / "trace_viewer_lab_dark.png"), full_page=True)
+        page.evaluate(
+            "() => window.jupyterapp.commands.execute('apputils:change-theme', "
+            "{theme: 'JupyterLab Light'})"
+        )
+
+
+def test_saved_records_render_in_an_untrusted_notebook(lab: tuple[str, Path]) -> None:
+    base, folder = lab
+    write_notebook(folder, "saved_untrusted.ipynb", trusted=False)
+    with browser_page("trace_viewer_untrusted_failure.png") as (page, errors):
+        open_without_kernel(page, f"{base}/lab/tree/saved_untrusted.ipynb?token={TOKEN}&reset")
+        assert not any(trusted_cells(page))
+        check_records(page, errors)
+        page.screenshot(path=str(ARTIFACTS / "trace_viewer_untrusted.png"), full_page=True)
+
+
+def test_saved_records_render_in_notebook_7(notebook7: tuple[str, Path]) -> None:
+    base, folder = notebook7
+    write_notebook(folder, "saved_nb7.ipynb", trusted=False)
+    with browser_page("trace_viewer_notebook7_failure.png") as (page, errors):
+        open_without_kernel(page, f"{base}/notebooks/saved_nb7.ipynb?token={TOKEN}")
+        assert page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
+        check_records(page, errors)
+        page.screenshot(path=str(ARTIFACTS / "trace_viewer_notebook7.png"), full_page=True)
