@@ -104,14 +104,15 @@ export function checkSchema(data: unknown, kind: string, major = 1): Record<stri
   return data;
 }
 
-function normalizeSpan(raw: unknown, path: string): SpanData {
+const EMPTY: never[] = [];
+
+/** The span's own fields, typed; extra keys stay (copied by reference, not deep). */
+function normalizeSpan(raw: unknown, where: () => string): SpanData {
   if (!isObject(raw)) {
-    throw new RecordError(`kode_nb trace: span at ${path} is not an object`);
+    throw new RecordError(`kode_nb trace: span at ${where()} is not an object`);
   }
-  const events = Array.isArray(raw['events']) ? raw['events'] : [];
-  const children = Array.isArray(raw['children']) ? raw['children'] : [];
-  return {
-    ...raw,
+  const events = raw['events'];
+  const span: SpanData = {
     kind: str(raw['kind'], 'span'),
     name: str(raw['name'], '(unnamed)'),
     span_id: str(raw['span_id'], ''),
@@ -121,13 +122,26 @@ function normalizeSpan(raw: unknown, path: string): SpanData {
     status: str(raw['status'], 'unknown'),
     error: typeof raw['error'] === 'string' ? raw['error'] : null,
     attributes: isObject(raw['attributes']) ? raw['attributes'] : {},
-    events: events.filter(isObject).map(e => ({
-      name: str(e['name'], 'event'),
-      time: num(e['time']),
-      attributes: isObject(e['attributes']) ? e['attributes'] : {}
-    })),
-    children: children as SpanData[]
+    events:
+      Array.isArray(events) && events.every(isObject)
+        ? (events as unknown as TraceEvent[])
+        : normalizeEvents(events),
+    children: Array.isArray(raw['children']) ? (raw['children'] as SpanData[]) : EMPTY
   };
+  for (const key in raw) {
+    if (!(key in span)) {
+      span[key] = raw[key];
+    }
+  }
+  return span;
+}
+
+function normalizeEvents(events: unknown): TraceEvent[] {
+  return (Array.isArray(events) ? events : []).filter(isObject).map(e => ({
+    name: str(e['name'], 'event'),
+    time: num(e['time']),
+    attributes: isObject(e['attributes']) ? e['attributes'] : {}
+  }));
 }
 
 /** Validate and normalise a trace record (children are normalised by flatten). */
@@ -144,69 +158,84 @@ export function parseTrace(data: unknown): TraceData {
   };
 }
 
+const NO_TOKENS: Tokens = Object.freeze({ input: null, output: null }) as Tokens;
+
 function usageOf(span: SpanData): Tokens {
   const usage = span.attributes['usage'];
   if ((span.kind !== 'model_call' && span.kind !== 'run') || !isObject(usage)) {
-    return { input: null, output: null };
+    return NO_TOKENS;
   }
   return { input: num(usage['input_tokens']), output: num(usage['output_tokens']) };
 }
 
-function addTokens(into: Tokens, more: Tokens): void {
+function addTokens(into: Tokens, more: Tokens): Tokens {
+  if (more.input === null && more.output === null) {
+    return into;
+  }
+  const out = into === NO_TOKENS ? { input: null, output: null } : into;
   if (more.input !== null) {
-    into.input = (into.input ?? 0) + more.input;
+    out.input = (out.input ?? 0) + more.input;
   }
   if (more.output !== null) {
-    into.output = (into.output ?? 0) + more.output;
+    out.output = (out.output ?? 0) + more.output;
   }
+  return out;
 }
 
-/** Flatten a trace depth-first (iteratively: deep nesting cannot overflow the stack). */
+/**
+ * Flatten a trace depth-first: iteratively (deep nesting cannot overflow the stack) and with few
+ * allocations per span (100,000-span traces stay fast).
+ */
 export function flatten(trace: TraceData): FlatTrace {
   const spans: FlatSpan[] = [];
-  // runs: how many agent runs enclose the span
-  const stack: Array<{ raw: unknown; parent: number; depth: number; path: string; runs: number }> =
-    [{ raw: trace.root, parent: -1, depth: 0, path: 'root', runs: 0 }];
-  while (stack.length) {
-    const item = stack.pop()!;
-    const span = normalizeSpan(item.raw, item.path);
+  const runsAt: number[] = []; // agent runs enclosing each span, itself included
+  const stackRaw: unknown[] = [trace.root];
+  const stackParent: number[] = [-1];
+  const stackPos: number[] = [0];
+  while (stackRaw.length) {
+    const raw = stackRaw.pop();
+    const parent = stackParent.pop()!;
+    const pos = stackPos.pop()!;
+    const span = normalizeSpan(raw, () => pathOf(spans, parent, pos));
     const index = spans.length;
-    const start = span.started_at ?? (item.parent >= 0 ? spans[item.parent].start : 0);
+    const p = parent >= 0 ? spans[parent] : null;
+    const start = span.started_at ?? (p ? p.start : 0);
     const end = span.ended_at ?? (span.duration !== null ? start + span.duration : Number.NaN);
     const isRun = span.kind === 'run';
-    const tokens = usageOf(span);
+    const runs = (p ? runsAt[parent] : 0) + (isRun ? 1 : 0);
+    runsAt.push(runs);
     spans.push({
       span,
       index,
-      parent: item.parent,
-      depth: item.depth,
+      parent,
+      depth: p ? p.depth + 1 : 0,
       size: 1,
-      childIndexes: [],
+      childIndexes: EMPTY,
       start,
       end,
-      tokens,
-      subtreeTokens: { input: null, output: null },
+      tokens: usageOf(span),
+      subtreeTokens: NO_TOKENS,
       critical: false,
-      agentDepth: isRun ? item.runs : Math.max(0, item.runs - 1)
+      agentDepth: Math.max(0, runs - 1)
     });
-    if (item.parent >= 0) {
-      spans[item.parent].childIndexes.push(index);
+    if (p) {
+      if (p.childIndexes === EMPTY) {
+        p.childIndexes = [index];
+      } else {
+        p.childIndexes.push(index);
+      }
     }
     for (let c = span.children.length - 1; c >= 0; c--) {
-      stack.push({
-        raw: span.children[c],
-        parent: index,
-        depth: item.depth + 1,
-        path: `${item.path}.children[${c}]`,
-        runs: item.runs + (isRun ? 1 : 0)
-      });
+      stackRaw.push(span.children[c]);
+      stackParent.push(index);
+      stackPos.push(c);
     }
   }
   // bottom-up: subtree sizes, tokens and ends of open spans (children come after parents)
   for (let i = spans.length - 1; i >= 0; i--) {
     const s = spans[i];
     if (s.span.kind === 'model_call') {
-      addTokens(s.subtreeTokens, s.tokens);
+      s.subtreeTokens = addTokens(s.subtreeTokens, s.tokens);
     }
     if (Number.isNaN(s.end)) {
       s.end = s.start;
@@ -217,7 +246,7 @@ export function flatten(trace: TraceData): FlatTrace {
     if (s.parent >= 0) {
       const p = spans[s.parent];
       p.size += s.size;
-      addTokens(p.subtreeTokens, s.subtreeTokens);
+      p.subtreeTokens = addTokens(p.subtreeTokens, s.subtreeTokens);
     }
   }
   let start = Infinity;
@@ -229,6 +258,18 @@ export function flatten(trace: TraceData): FlatTrace {
   const flat: FlatTrace = { trace, spans, start, end };
   markCriticalPath(flat);
   return flat;
+}
+
+/** "root.children[2].children[0]": where a span sits, for error messages. */
+function pathOf(spans: FlatSpan[], parent: number, pos: number): string {
+  if (parent < 0) {
+    return 'root';
+  }
+  const parts = [`.children[${pos}]`];
+  for (let i = parent; spans[i].parent >= 0; i = spans[i].parent) {
+    parts.push(`.children[${spans[spans[i].parent].childIndexes.indexOf(i)}]`);
+  }
+  return 'root' + parts.reverse().join('');
 }
 
 /**
@@ -246,7 +287,10 @@ export function markCriticalPath(flat: FlatTrace): void {
     const i = todo.pop()!;
     const s = spans[i];
     s.critical = true;
-    const kids = s.childIndexes.slice().sort((a, b) => spans[b].end - spans[a].end);
+    const kids =
+      s.childIndexes.length > 1
+        ? s.childIndexes.slice().sort((a, b) => spans[b].end - spans[a].end)
+        : s.childIndexes;
     let limit = Infinity;
     for (const k of kids) {
       if (spans[k].end <= limit + 1e-9) {

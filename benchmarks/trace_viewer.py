@@ -1,0 +1,171 @@
+"""Benchmark of the kode_nb trace viewer in JupyterLab in headless Chromium (not a test; numbers
+for reports). Needs the dev venv with the extension built (``bash scripts/dev.sh install``):
+
+    .venv/bin/python benchmarks/trace_viewer.py [--out FILE|-]
+
+* first paint of a saved trace output of 1,000 / 10,000 / 100,000 spans: from adding the output
+  to the notebook (JupyterLab parses nothing more: the JSON is already an object) to the span rows
+  painted (two animation frames after they are in the DOM); target 10k ≤ 1 s;
+* the 100,000-span trace under use: scroll jumps (scrollTop set → rows redrawn and painted),
+  End / Home keys, a search that matches 1 in 6 runs, expand all / collapse all;
+* saved bytes per span: a real trace (``tests/kernel/trace_records.py``: model calls with their
+  messages, tool calls with events) and the synthetic one.
+
+Writes ``benchmarks/results/trace_viewer.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the repo root, for tests.kernel
+
+from tests.kernel.browser import TOKEN, browser_page, jupyter_server  # noqa: E402
+from tests.kernel.trace_records import TRACE_MIME, sample_trace, synthetic_trace  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+REPEATS = 3
+
+ADD_AND_PAINT = """async ([url, mime]) => {
+  const trace = await (await fetch(url)).json();
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  const cell = nb.widgets[0];
+  cell.model.outputs.clear();
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const t0 = performance.now();
+  cell.model.outputs.add({output_type: 'display_data', metadata: {}, data: {[mime]: trace}});
+  const added = performance.now() - t0;
+  while (!cell.node.querySelector('.kode-nb-trace .kode-nb-span')) {
+    await new Promise(r => setTimeout(r, 0));
+  }
+  const inDom = performance.now() - t0;
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const build = Number(cell.node.querySelector('.kode-nb-trace').dataset.buildMs);
+  return {inDom, added, build, painted: performance.now() - t0,
+          rows: cell.node.querySelectorAll('.kode-nb-span').length,
+          spans: Number(cell.node.querySelector('.kode-nb-trace').dataset.spans)};
+}"""
+
+# time from an action to the next painted frame with the rows redrawn
+USE = """async () => {
+  const root = document.querySelector('.kode-nb-trace');
+  const list = root.querySelector('.kode-nb-trace-list');
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const time = async action => { const t0 = performance.now(); await action(); await frame();
+                                 return performance.now() - t0; };
+  const out = {scroll: []};
+  let seed = 7;
+  const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  for (let i = 0; i < 40; i++) {
+    out.scroll.push(await time(() => { list.scrollTop = rnd() * (list.scrollHeight - 400); }));
+  }
+  const first = root.querySelector('.kode-nb-span');
+  first.click();
+  const key = k => list.dispatchEvent(new KeyboardEvent('keydown', {key: k, bubbles: true}));
+  out.end = await time(() => key('End'));
+  out.home = await time(() => key('Home'));
+  const search = root.querySelector('.kode-nb-trace-search');
+  out.search = await time(() => { search.value = 'helper';
+                                  search.dispatchEvent(new Event('input')); });
+  out.searchCount = root.querySelector('.kode-nb-trace-count').textContent;
+  out.clear = await time(() => { search.value = ''; search.dispatchEvent(new Event('input')); });
+  const button = name => [...root.querySelectorAll('button')].find(b => b.textContent === name);
+  out.collapseAll = await time(() => button('Collapse all').click());
+  out.expandAll = await time(() => button('Expand all').click());
+  out.rowsInDom = root.querySelectorAll('.kode-nb-span').length;
+  return out;
+}"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/trace_viewer.txt"))
+    out_path = parser.parse_args().out
+    lines = ["kode_nb trace viewer: JupyterLab 4 in headless Chromium (Debian chromium), 2 cores"]
+    real = sample_trace()
+    real_spans = sum(1 for _ in _walk(real["root"]))
+    real_bytes = len(json.dumps(real).encode())
+    with tempfile.TemporaryDirectory() as tmp, jupyter_server(
+        "jupyterlab", Path(tmp), "--LabApp.expose_app_in_browser=True",
+    ) as (base, folder):  # fmt: skip
+        sizes = {}
+        for n in SIZES:
+            data = json.dumps(synthetic_trace(n))
+            sizes[n] = len(data.encode())
+            (folder / f"trace{n}.json").write_text(data)
+        nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+              "cells": [{"cell_type": "code", "id": "c", "metadata": {}, "source": "",
+                         "outputs": [], "execution_count": None}]}  # fmt: skip
+        (folder / "bench.ipynb").write_text(json.dumps(nb))
+        with browser_page("trace_viewer_bench_failure.png") as (page, _errors):
+            page.goto(f"{base}/lab/tree/bench.ipynb?token={TOKEN}&reset")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            no_kernel = page.locator(".jp-Dialog").get_by_role("button", name="No Kernel")
+            no_kernel.wait_for(timeout=20_000)
+            no_kernel.click()
+            lines.append("")
+            lines.append("first paint (output added → span rows painted), ms, best / median of "
+                         f"{REPEATS}; the rest of the time is JupyterLab storing the output:")  # fmt: skip
+            use = None
+            for n in SIZES:
+                runs = [
+                    page.evaluate(ADD_AND_PAINT, [f"{base}/files/trace{n}.json", TRACE_MIME])
+                    for _ in range(REPEATS)
+                ]
+                assert all(r["spans"] == n for r in runs), runs
+                painted = [r["painted"] for r in runs]
+                verdict = ""
+                if n == 10_000:
+                    verdict = "  PASS (≤ 1000 ms)" if min(painted) <= 1000 else "  FAIL (> 1000 ms)"
+                lines.append(
+                    f"  {n:>7,} spans: {min(painted):7.1f} / {statistics.median(painted):7.1f}"
+                    f"  (rows in DOM {runs[0]['rows']}, in DOM after "
+                    f"{min(r['inDom'] for r in runs):.1f}, the viewer's own build "
+                    f"{min(r['build'] for r in runs):.1f}){verdict}"
+                )
+                if n == SIZES[-1]:
+                    use = page.evaluate(USE)
+            assert use is not None
+            scroll = sorted(use["scroll"])
+            lines += [
+                "",
+                f"100,000 spans in use (action → next painted frame), ms; rows in DOM: "
+                f"{use['rowsInDom']}",
+                f"  scroll jump x40: median {statistics.median(scroll):.1f}, "
+                f"p95 {scroll[int(len(scroll) * 0.95) - 1]:.1f}, max {scroll[-1]:.1f}",
+                f"  End key {use['end']:.1f}, Home key {use['home']:.1f}",
+                f"  search 'helper' {use['search']:.1f} ({use['searchCount']}), "
+                f"clear {use['clear']:.1f}",
+                f"  collapse all {use['collapseAll']:.1f}, expand all {use['expandAll']:.1f}",
+            ]
+            page.screenshot(path=str(ROOT / "test-artifacts" / "trace_viewer_100k.png"))
+    lines += ["", "saved bytes per span (the trace JSON):",
+              f"  real run ({real_spans} spans, messages and events): "
+              f"{real_bytes / real_spans:.0f}"]  # fmt: skip
+    for n, size in sizes.items():
+        lines.append(f"  synthetic {n:>7,} spans: {size / n:.0f} ({size / 1e6:.1f} MB)")
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if out_path != "-":
+        Path(out_path).write_text(report)
+    return 0
+
+
+def _walk(span: dict[str, object]):  # type: ignore[no-untyped-def]
+    yield span
+    for child in span["children"]:  # type: ignore[attr-defined]
+        yield from _walk(child)
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    code = main()
+    print(f"({time.monotonic() - started:.0f} s)")
+    sys.exit(code)
