@@ -85,19 +85,25 @@ function toolCallLine(c: unknown): HTMLElement {
 export function approvalOf(span: SpanData): string | null {
   let requested = false;
   for (const e of span.events) {
+    if (!isObject(e)) {
+      continue;
+    }
     if (e.name === 'approval_requested') {
       requested = true;
     }
     if (e.name === 'approval_resolved') {
-      const a = e.attributes;
-      const decision = String(
-        a['decision'] ?? (a['approved'] === false ? 'denied' : a['approved'] ? 'approved' : '?')
-      );
-      const reason = a['reason'] ? `: ${String(a['reason'])}` : '';
-      return `${decision}${reason}`;
+      const a = isObject(e.attributes) ? e.attributes : {};
+      let words = a['approved'] ? (a['always'] ? 'Always allowed' : 'Approved') : 'Denied';
+      if (a['edited']) {
+        words += ' with edited arguments';
+      }
+      if (a['decided_by']) {
+        words += ` by ${String(a['decided_by'])}`;
+      }
+      return a['reason'] ? `${words}: ${String(a['reason'])}` : words;
     }
   }
-  return requested ? 'waiting (no decision recorded)' : null;
+  return requested ? 'asked; no decision recorded' : null;
 }
 
 function runSection(a: Record<string, unknown>, s: FlatSpan): HTMLElement[] {

@@ -119,6 +119,7 @@ def check_records(page: Any, errors: list[str]) -> None:
     assert "Arguments" in text
     assert "ZeroDivisionError" in text
     assert '"b": 0' in text
+    assert "Approved by auto-approve" in text  # the approval decision
     assert viewer.locator(".kode-nb-span.kode-nb-selected").inner_text().startswith("TOOL")
 
     viewer.locator(".kode-nb-span", has_text="chat scripted").first.click()

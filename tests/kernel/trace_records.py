@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from kode_nb import ToolRegistry, define_tool, use_registry
+from kode_nb import AutoApprove, Executor, ToolRegistry, define_tool, use_registry
 from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import call
@@ -36,9 +36,9 @@ def sample_trace() -> dict[str, Any]:
         """Divide a by b."""
         return a / b
 
-    with use_registry(ToolRegistry()):
+    with use_registry(ToolRegistry()) as registry:
         define_tool(add, inline=True)
-        define_tool(divide, inline=True)
+        define_tool(divide, inline=True, approval="ask")  # asks: approved by AutoApprove
         register_subagent(
             AgentDefinition(
                 name="researcher", description="Checks a sum.", tools=["add"],
@@ -54,7 +54,8 @@ def sample_trace() -> dict[str, Any]:
                 "The answer is **42** (checked by the researcher).",
             ]
         )
-        agent = Agent(model=model, tools=["add", "divide", "researcher"])
+        executor = Executor(registry=registry, approver=AutoApprove())
+        agent = Agent(model=model, tools=["add", "divide", "researcher"], executor=executor)
         result = asyncio.run(agent.run("What is 40 + 2? Check it."))
     return result.trace.to_dict()
 
