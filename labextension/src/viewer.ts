@@ -5,6 +5,7 @@
  */
 
 import { download, h } from './dom';
+import { kindLabel, makeRow, RowEls, rowMeta, select } from './rows';
 import { renderDetails } from './details';
 import { applyFilter, facets, Filter, FilterResult, isActive, visibleRows } from './core/filter';
 import { formatDuration, formatTokens } from './core/format';
@@ -15,17 +16,6 @@ import { barGeometry, rowWindow, scrollToShow } from './core/window';
 const ROW_HEIGHT = 24;
 const MAX_VISIBLE_ROWS = 18;
 const OVERSCAN = 12;
-
-interface RowEls {
-  row: HTMLElement;
-  twisty: HTMLElement;
-  kind: HTMLElement;
-  name: HTMLElement;
-  meta: HTMLElement;
-  duration: HTMLElement;
-  tokens: HTMLElement;
-  bar: HTMLElement;
-}
 
 export class TraceViewer {
   readonly node: HTMLElement;
@@ -128,6 +118,11 @@ export class TraceViewer {
       e.stopPropagation();
     });
     this.list.addEventListener('scroll', () => this.schedule());
+    if (typeof ResizeObserver !== 'undefined') {
+      // the list can be resized (CSS resize: vertical): draw the rows that came into view
+      this.resizeObserver = new ResizeObserver(() => this.schedule());
+      this.resizeObserver.observe(this.list);
+    }
     this.list.addEventListener('keydown', e => this.onKey(e));
     this.list.addEventListener('click', e => this.onClick(e));
     this.node.addEventListener('keydown', e => {
@@ -388,6 +383,7 @@ export class TraceViewer {
     if (this.frame) {
       cancelAnimationFrame(this.frame);
     }
+    this.resizeObserver?.disconnect();
   }
 
   private search: HTMLInputElement;
@@ -405,59 +401,5 @@ export class TraceViewer {
   private filterResult: FilterResult;
   private selected = 0;
   private frame = 0;
-}
-
-function select(all: string, values: string[], label: string): HTMLSelectElement {
-  const el = h('select.kode-nb-select', { 'aria-label': label }) as HTMLSelectElement;
-  el.appendChild(h('option', { value: '' }, all));
-  for (const v of values) {
-    el.appendChild(h('option', { value: v }, v));
-  }
-  return el;
-}
-
-function kindLabel(kind: string, agentDepth: number): string {
-  switch (kind) {
-    case 'run':
-      return agentDepth > 0 ? 'subagent' : 'agent';
-    case 'model_call':
-      return 'model';
-    case 'tool_call':
-      return 'tool';
-    default:
-      return kind;
-  }
-}
-
-function rowMeta(s: FlatTrace['spans'][number]): string {
-  const a = s.span.attributes;
-  if (s.span.kind === 'run') {
-    const tools = Array.isArray(a['tools']) ? a['tools'].map(String) : [];
-    const list =
-      tools.length > 4 ? `${tools.slice(0, 4).join(', ')} +${tools.length - 4}` : tools.join(', ');
-    return `depth ${String(a['depth'] ?? s.agentDepth)} · tools: ${list || 'none'}`;
-  }
-  if (s.span.status !== 'ok' && s.span.status !== 'completed' && s.span.kind !== 'turn') {
-    return s.span.status;
-  }
-  return '';
-}
-
-function makeRow(): RowEls {
-  const twisty = h('span.kode-nb-twisty', { 'aria-hidden': 'true' });
-  const kind = h('span.kode-nb-kind');
-  const name = h('span.kode-nb-span-name');
-  const meta = h('span.kode-nb-span-meta');
-  const duration = h('span.kode-nb-col-duration');
-  const tokens = h('span.kode-nb-col-tokens');
-  const bar = h('span.kode-nb-bar');
-  const row = h(
-    'div.kode-nb-span',
-    { role: 'treeitem' },
-    h('span.kode-nb-col-name', null, twisty, kind, name, meta),
-    duration,
-    tokens,
-    h('span.kode-nb-col-timeline', null, bar)
-  );
-  return { row, twisty, kind, name, meta, duration, tokens, bar };
+  private resizeObserver: ResizeObserver | null = null;
 }

@@ -172,6 +172,26 @@ def test_saved_records_render_in_jupyterlab_without_a_kernel(lab: tuple[str, Pat
         )
         check_records(page, errors)
         viewer.locator(".kode-nb-trace-search").fill("")
+        # copy a span's JSON; download the trace as JSON and as OpenTelemetry (OTLP/JSON)
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+        viewer.locator(".kode-nb-span", has_text="execute_tool divide").click()
+        viewer.locator(".kode-nb-trace-details").get_by_role("button", name="Copy JSON").click()
+        page.wait_for_function("() => navigator.clipboard.readText().then(t => t.length > 0)")
+        copied = json.loads(page.evaluate("() => navigator.clipboard.readText()"))
+        assert copied["name"] == "execute_tool divide"
+        assert copied["attributes"]["arguments"] == {"a": 1, "b": 0}
+        with page.expect_download() as download:
+            viewer.get_by_role("button", name="OpenTelemetry").click()
+        otlp = json.loads(Path(download.value.path()).read_text())
+        spans = otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        assert {"invoke_agent main", "invoke_agent researcher", "execute_tool divide"} <= {
+            s["name"] for s in spans
+        }
+        with page.expect_download() as download:
+            viewer.get_by_role("button", name="JSON", exact=True).click()
+        saved = json.loads(Path(download.value.path()).read_text())
+        assert saved["schema"] == "kode_nb.trace/v1"
+        assert len(spans) == 18 - 6  # turn spans are folded away in OpenTelemetry
         page.screenshot(path=str(ARTIFACTS / "trace_viewer_lab.png"), full_page=True)
         page.evaluate(
             "() => window.jupyterapp.commands.execute('apputils:change-theme', "

@@ -1,0 +1,70 @@
+/** The trace viewer's row elements and the words in them. */
+
+import { h } from './dom';
+import { FlatSpan } from './core/trace';
+
+export interface RowEls {
+  row: HTMLElement;
+  twisty: HTMLElement;
+  kind: HTMLElement;
+  name: HTMLElement;
+  meta: HTMLElement;
+  duration: HTMLElement;
+  tokens: HTMLElement;
+  bar: HTMLElement;
+}
+
+export function select(all: string, values: string[], label: string): HTMLSelectElement {
+  const el = h('select.kode-nb-select', { 'aria-label': label }) as HTMLSelectElement;
+  el.appendChild(h('option', { value: '' }, all));
+  for (const v of values) {
+    el.appendChild(h('option', { value: v }, v));
+  }
+  return el;
+}
+
+export function kindLabel(kind: string, agentDepth: number): string {
+  switch (kind) {
+    case 'run':
+      return agentDepth > 0 ? 'subagent' : 'agent';
+    case 'model_call':
+      return 'model';
+    case 'tool_call':
+      return 'tool';
+    default:
+      return kind;
+  }
+}
+
+export function rowMeta(s: FlatSpan): string {
+  const a = s.span.attributes;
+  if (s.span.kind === 'run') {
+    const tools = Array.isArray(a['tools']) ? a['tools'].map(String) : [];
+    const list =
+      tools.length > 4 ? `${tools.slice(0, 4).join(', ')} +${tools.length - 4}` : tools.join(', ');
+    return `depth ${String(a['depth'] ?? s.agentDepth)} · tools: ${list || 'none'}`;
+  }
+  if (s.span.status !== 'ok' && s.span.status !== 'completed' && s.span.kind !== 'turn') {
+    return s.span.status;
+  }
+  return '';
+}
+
+export function makeRow(): RowEls {
+  const twisty = h('span.kode-nb-twisty', { 'aria-hidden': 'true' });
+  const kind = h('span.kode-nb-kind');
+  const name = h('span.kode-nb-span-name');
+  const meta = h('span.kode-nb-span-meta');
+  const duration = h('span.kode-nb-col-duration');
+  const tokens = h('span.kode-nb-col-tokens');
+  const bar = h('span.kode-nb-bar');
+  const row = h(
+    'div.kode-nb-span',
+    { role: 'treeitem' },
+    h('span.kode-nb-col-name', null, twisty, kind, name, meta),
+    duration,
+    tokens,
+    h('span.kode-nb-col-timeline', null, bar)
+  );
+  return { row, twisty, kind, name, meta, duration, tokens, bar };
+}
