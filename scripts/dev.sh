@@ -64,6 +64,10 @@ ensure_venv() {
     # (explicit `|| return`: `set -e` is off inside a function called from `step ... ||`)
     HATCH_JUPYTER_BUILDER_SKIP_NPM=$skip_npm PATH="$venv/bin:$PATH" \
         "$venv/bin/python" -m pip install --quiet -e "$target" "$@" || return 1
+    if [[ $skip_npm == 0 && -f kode_nb/labextension/static/style.js ]]; then
+        # the hook just built these very sources: no second build in ensure_labextension
+        labextension_hash >"$venv/.kode_nb-labextension-stamp" || return 1
+    fi
 
     echo "$want" >"$stamp" || return 1
 }
