@@ -218,7 +218,7 @@ cmd_test() {
     step ruff "$VENV/bin/ruff" check
     step format "$VENV/bin/ruff" format --check
     step mypy "$VENV/bin/mypy"
-    # The extension's TypeScript: tsc --noEmit (strict) + prettier, then node --test on its
+    # The extension's TypeScript: tsc --noEmit (strict), eslint, prettier; then node --test on its
     # DOM-free logic (labextension/test/).
     step ts-lint bash -c 'cd labextension && jlpm lint'
     step ts-test bash -c 'cd labextension && jlpm test'
