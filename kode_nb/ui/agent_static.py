@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from kode_nb.models.base import add_tokens
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
-from kode_nb.ui.trace_html import trace_html, trace_text
+from kode_nb.ui.trace_html import token_text, trace_html, trace_text
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -37,10 +38,10 @@ def markdown_html(text: str) -> str:
         return f'<div style="white-space:pre-wrap">{esc(text)}</div>'
 
 
-def run_summary(agent: str, status: str, turns: int, tokens: tuple[int, int]) -> str:
+def run_summary(agent: str, status: str, turns: int, tokens: tuple[int | None, int | None]) -> str:
     """One plain line about a run (the ``text/plain`` of its view)."""
     label = "running" if status == "running" else status
-    return f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {tokens[0]} in / {tokens[1]} out tokens"
+    return f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {token_text(tokens)}"
 
 
 def answer_html(result: AgentRunResult) -> str:
@@ -68,7 +69,7 @@ class StaticRunView:
         self.style = style
         self.status = "running"
         self.turns = 0
-        self.tokens = (0, 0)
+        self.tokens: tuple[int | None, int | None] = (None, None)
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
@@ -93,8 +94,8 @@ class StaticRunView:
             if event.depth == 0:
                 usage = event.usage
                 self.tokens = (
-                    self.tokens[0] + usage.input_tokens,
-                    self.tokens[1] + usage.output_tokens,
+                    add_tokens(self.tokens[0], usage.input_tokens),
+                    add_tokens(self.tokens[1], usage.output_tokens),
                 )
                 self.turns = event.turn
         elif kind == "tool_calls_requested":

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from kode_nb.models.base import add_tokens
 from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
-from kode_nb.ui.trace_html import trace_html
+from kode_nb.ui.trace_html import token_text, trace_html
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -118,7 +119,7 @@ class RunView(W.VBox):  # type: ignore[misc]
         self.root: RunView = root if root is not None else self
         self.status = "running"
         self.turns = 0
-        self.tokens = (0, 0)
+        self.tokens: tuple[int | None, int | None] = (None, None)
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
@@ -190,8 +191,8 @@ class RunView(W.VBox):  # type: ignore[misc]
             self._coalescer.flush()
             usage = event.usage
             self.tokens = (
-                self.tokens[0] + usage.input_tokens,
-                self.tokens[1] + usage.output_tokens,
+                add_tokens(self.tokens[0], usage.input_tokens),
+                add_tokens(self.tokens[1], usage.output_tokens),
             )
         elif kind == "tool_calls_requested":
             self._add_rows(event.calls)
@@ -322,8 +323,8 @@ class RunView(W.VBox):  # type: ignore[misc]
             state = f"{status_badge('ok' if self.status in _STATUS_OK else 'error', self.status.replace('_', ' '))} {took}"
         return (
             f"{_AGENT_BADGE} <b>{esc(self.agent)}</b> <code>{esc(self.model)}</code> {state}"
-            f' <span style="{MUTED}">turn {self.turns} · {self.tokens[0]} in / {self.tokens[1]}'
-            f' out tokens</span> <small style="{MUTED}">{esc(self.run_id)}</small>'
+            f' <span style="{MUTED}">turn {self.turns} · {token_text(self.tokens)}'
+            f'</span> <small style="{MUTED}">{esc(self.run_id)}</small>'
         )
 
     @property
