@@ -258,6 +258,7 @@ class OpenAIChatModel(HttpModel):
             yield Notice(text="the server sent an empty answer to a streamed request; "
                          "retried once without streaming")  # fmt: skip
             body = self.request_body(request, stream=False)
+            streamed = False
             state = _StreamState(strict=_strict_schemas(request, body))
             outcome.clear()
             async for event in self._exchange(body, headers, key, request, state, outcome):
