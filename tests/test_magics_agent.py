@@ -350,3 +350,36 @@ def test_markdown_answers_are_rendered_with_html_escaped() -> None:
     assert "<strong>bold</strong>" in html
     assert "<script>" not in html
     assert "<li>a</li>" in html
+
+
+def test_tool_choice_and_reask_from_front_matter_and_ask_options(ip: Any) -> None:
+    ip.run_cell(
+        "from kode_nb.models import ScriptedModel, call\n"
+        "def make_forced():\n"
+        "    return ScriptedModel([call('read_file', path='a.py'), '', 'a.py prints 1.'])\n"
+    )
+    _agent(
+        ip,
+        "forced",
+        "---\ndescription: d\ntools: [read_file]\nmodel: $make_forced\n"
+        "tool_choice: read_file\nreask: true\n---\nDo {task}",
+    )
+    result = ip.run_line_magic("agent", "forced task=x").result()
+    assert result.output == "a.py prints 1."
+    assert result.warnings == ("the model's final answer is empty",)
+    settings = result.trace.root.attributes["settings"]
+    assert settings["tool_choice"] == "read_file"
+    handle = ip.run_cell_magic(
+        "ask", "--model $make_forced --tools read_file --tool-choice required --reask", "Go."
+    )
+    assert handle.result().output == "a.py prints 1."
+    assert handle.trace.root.attributes["settings"]["tool_choice"] == "required"
+    assert "tool_choice must be auto" in _error(
+        ip.run_cell_magic, "agent", "bad", "---\ndescription: d\ntool_choice: 3\n---\nx"
+    )
+    assert "reask must be true or false" in _error(
+        ip.run_cell_magic, "agent", "bad", "---\ndescription: d\nreask: maybe\n---\nx"
+    )
+    assert "'nope' is not one of its tools" in _error(
+        ip.run_cell_magic, "ask", "--model $make_forced --tools read_file --tool-choice nope", "Go."
+    )

@@ -115,6 +115,11 @@ class AgentDefinition:
     """A structured final answer; the folded text is then its JSON."""
     label: str = ""
     """A display label for the tool."""
+    tool_choice: str | None = None
+    """``"auto"``, ``"required"``, ``"none"`` or one of its tool names (see
+    :class:`~kode_nb.agents.Agent`); ``None``: ``"auto"``."""
+    reask: bool = False
+    """Ask the model once more after an empty answer or a tool call written as text."""
     compress_context: CompressContext = default_compress
     """``fn(parent_messages, inputs) -> str`` (sync or async): context prepended to the first
     user message (default: the parent's latest user request)."""
@@ -156,6 +161,18 @@ class AgentDefinition:
             )
         if not callable(self.compress_context):
             raise ToolDefinitionError("compress_context must be callable", function=where)
+        if self.tool_choice is not None and (
+            not isinstance(self.tool_choice, str) or not self.tool_choice.strip()
+        ):
+            raise ToolDefinitionError(
+                f"tool_choice must be 'auto', 'required', 'none' or a tool name, got "
+                f"{self.tool_choice!r}",
+                function=where,
+            )
+        if not isinstance(self.reask, bool):
+            raise ToolDefinitionError(
+                f"reask must be true or false, got {self.reask!r}", function=where
+            )
         try:
             check_output_model(self.output_model, where)
         except ConfigurationError as exc:
@@ -326,7 +343,7 @@ async def delegate(
         agent = Agent(
             defn.name, model=_model_for(defn, parent), system_prompt=system, tools=defn.tools,
             max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
-            executor=child_executor,
+            executor=child_executor, tool_choice=defn.tool_choice, reask=defn.reask,
             max_result_chars=parent.agent.max_result_chars if parent is not None else MAX_RESULT_CHARS,
         )  # fmt: skip
     except Exception as exc:

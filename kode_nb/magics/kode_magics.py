@@ -287,6 +287,16 @@ class KodeMagics(Magics):
     @argument("--model", help="a model name, or $var: a Model or a function returning one")
     @argument("--tools", help="comma-separated tools and selectors (default: every allowed tool)")
     @argument("--max-turns", type=int, help="the most model calls")
+    @argument(
+        "--tool-choice",
+        metavar="CHOICE",
+        help="auto, required, none or a tool name (a forced choice holds for the first call)",
+    )
+    @argument(
+        "--reask",
+        action="store_true",
+        help="ask once more after an empty answer or a tool call written as text",
+    )
     @argument("--out", metavar="VAR", help="also store the handle in this notebook variable")
     @no_var_expand
     @cell_magic
