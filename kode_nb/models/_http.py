@@ -8,6 +8,12 @@ other 4xx raise :class:`ModelHTTPError` at once with the provider's message. Onc
 has started nothing is retried (events may already be on screen): a connection lost or a
 stream ending early raises :class:`ModelProtocolError`.
 
+Time limits (``ModelSettings``): ``first_byte_timeout`` for a streamed answer to start (a
+non-streamed one gets ``timeout``), ``timeout`` between received lines, and ``deadline`` for the
+whole wait across retries and backoff. They are enforced here, on any transport; an answer that
+did not start in time is not retried. A JSON answer (by ``Content-Type``) is yielded whole as one
+``SSEEvent("json", body)``.
+
 API keys are read from the environment at first use, never stored in reprs, and scrubbed from
 every error message and body.
 """

@@ -9,7 +9,15 @@ in a ``user`` message (``image_url`` data URI) after the turn's tool messages.
 The stream (``stream: true`` with ``stream_options.include_usage``) is ``data: {chunk}`` events
 ending with ``data: [DONE]``: text from ``choices[0].delta.content``; tool calls assembled per
 ``delta.tool_calls[].index`` from their ``id``, ``function.name`` and ``function.arguments``
-pieces; usage from the final chunk. Arguments are passed through as text, even when malformed.
+pieces; usage from the final chunk (``None`` counts when the server sends none). Arguments are
+passed through as text, even when malformed. A whole JSON answer (``stream=False``, or a server
+that answers a streamed request with JSON) gives the same events from ``choices[0].message``.
+
+Servers differ (:mod:`kode_nb.models._profiles`, ``docs/MODEL-SERVERS.md``): ``tool_choice`` is
+always sent with tools (``"auto"`` unless set); an assistant turn with only tool calls has
+``"content": ""``; a streamed request answered with no events at all is retried once without
+streaming, with a :class:`~kode_nb.models.Notice`, and the model then sends its requests with
+tools unstreamed.
 
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
