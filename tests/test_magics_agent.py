@@ -383,3 +383,26 @@ def test_tool_choice_and_reask_from_front_matter_and_ask_options(ip: Any) -> Non
     assert "'nope' is not one of its tools" in _error(
         ip.run_cell_magic, "ask", "--model $make_forced --tools read_file --tool-choice nope", "Go."
     )
+
+
+@pytest.mark.anyio
+async def test_views_show_unknown_tokens_when_the_server_sends_no_usage() -> None:
+    from kode_nb.agents import Agent
+    from kode_nb.models import Finish, TextDelta
+
+    class NoUsage:
+        name = "no-usage"
+
+        async def stream(self, request: Any) -> Any:
+            yield TextDelta(text="Paris.")
+            yield Finish(stop_reason="end_turn")
+
+    static = StaticRunView(agent="main", run_id="run_x", style="text")
+    assert static._repr_mimebundle_()["text/plain"].endswith("0 in / 0 out tokens")
+    result = await Agent(model=NoUsage()).run("Capital?", run_id="run_x", on_event=static.on_event)
+    assert static._repr_mimebundle_()["text/plain"].endswith("tokens unknown")
+    static.finish(result)
+    final = static._repr_mimebundle_()["text/plain"]
+    assert final.startswith("agent main: completed, 1 turn, tokens unknown\nParis.\n")
+    assert "chat no-usage [ok]" in final
+    assert final.endswith("· tokens unknown")

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from kode_nb.models.base import add_tokens
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
-from kode_nb.ui.trace_html import token_text, trace_html, trace_text
+from kode_nb.ui.trace_html import token_text, trace_html, trace_text, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -69,7 +68,7 @@ class StaticRunView:
         self.style = style
         self.status = "running"
         self.turns = 0
-        self.tokens: tuple[int | None, int | None] = (None, None)
+        self.tokens: tuple[int | None, int | None] = (0, 0)  # no model call yet
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
@@ -93,10 +92,7 @@ class StaticRunView:
                 line = "\n".join(f"{pad}  {t}" for t in text.splitlines())
             if event.depth == 0:
                 usage = event.usage
-                self.tokens = (
-                    add_tokens(self.tokens[0], usage.input_tokens),
-                    add_tokens(self.tokens[1], usage.output_tokens),
-                )
+                self.tokens = usage_total(self.tokens, usage, first=self.turns == 0)
                 self.turns = event.turn
         elif kind == "tool_calls_requested":
             line = "\n".join(f"{pad}  → {c.name} {c.arguments}" for c in event.calls)

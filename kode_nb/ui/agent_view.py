@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
-from kode_nb.models.base import add_tokens
 from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
-from kode_nb.ui.trace_html import token_text, trace_html
+from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -119,7 +118,8 @@ class RunView(W.VBox):  # type: ignore[misc]
         self.root: RunView = root if root is not None else self
         self.status = "running"
         self.turns = 0
-        self.tokens: tuple[int | None, int | None] = (None, None)
+        self.tokens: tuple[int | None, int | None] = (0, 0)  # no model call yet
+        self.responded = False
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
@@ -190,10 +190,8 @@ class RunView(W.VBox):  # type: ignore[misc]
         elif kind == "model_responded":
             self._coalescer.flush()
             usage = event.usage
-            self.tokens = (
-                add_tokens(self.tokens[0], usage.input_tokens),
-                add_tokens(self.tokens[1], usage.output_tokens),
-            )
+            self.tokens = usage_total(self.tokens, usage, first=not self.responded)
+            self.responded = True
         elif kind == "tool_calls_requested":
             self._add_rows(event.calls)
         elif kind == "tool_call_finished":

@@ -14,12 +14,13 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kode_nb.models.base import add_tokens
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
 
 if TYPE_CHECKING:
     from kode_nb.agents.trace import Span, Trace
 
-__all__ = ["TraceDisplay", "span_tokens", "token_text", "trace_html", "trace_text"]
+__all__ = ["TraceDisplay", "span_tokens", "token_text", "trace_html", "trace_text", "usage_total"]
 
 _ICONS = {"run": "agent", "turn": "", "model_call": "model", "tool_call": "tool"}
 _MUTED = "color:var(--jp-ui-font-color2,#666)"
@@ -33,6 +34,16 @@ def token_text(tokens: tuple[int | None, int | None]) -> str:
         return "tokens unknown"
     shown = ["unknown" if n is None else str(n) for n in tokens]
     return f"{shown[0]} in / {shown[1]} out tokens"
+
+
+def usage_total(
+    tokens: tuple[int | None, int | None], usage: Any, *, first: bool
+) -> tuple[int | None, int | None]:
+    """``tokens`` plus one model call's ``usage``; the first call's counts replace the
+    starting zeros, so a server that sends none shows unknown."""
+    if first:
+        return usage.input_tokens, usage.output_tokens
+    return add_tokens(tokens[0], usage.input_tokens), add_tokens(tokens[1], usage.output_tokens)
 
 
 def span_tokens(span: Span) -> tuple[int | None, int | None] | None:
