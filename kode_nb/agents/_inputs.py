@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from kode_nb.errors import ToolDefinitionError, ToolValidationError
-from kode_nb.raw_schema import input_config_validator
-from kode_nb.schema import function_schema
-from kode_nb.tools import ArgumentValidator
+from kode_nb.tools._model import ArgumentValidator
+from kode_nb.tools._raw_schema import input_config_validator
+from kode_nb.tools._schema import function_schema
 
 __all__ = ["INVALID_KEY", "FoldingValidator", "Invalid", "check_template", "input_validator"]
 

@@ -57,10 +57,10 @@ from kode_nb.errors import (
     KodeUsageError,
     ToolDefinitionError,
 )
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.models.base import Model
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
 from kode_nb.types import (
     NOT_GIVEN,
     NotGiven,

@@ -63,7 +63,7 @@ from kode_nb.magics.agent_spec import (
 if TYPE_CHECKING:
     from kode_nb.agents import Agent, AgentDefinition
     from kode_nb.magics.session import KodeSession
-    from kode_nb.tools import Tool
+    from kode_nb.tools._model import Tool
     from kode_nb.ui.agent_handle import AgentHandle
 
 __all__ = [
@@ -270,7 +270,7 @@ def _text_input(defn: AgentDefinition, where: str) -> str:
     """The one input ``%%ask --agent`` fills with the cell's text."""
     props = (defn.input_model.model_json_schema() if defn.input_model is not None else None) or {}
     if defn.input_config is not None:
-        from kode_nb.raw_schema import input_config_schema
+        from kode_nb.tools._raw_schema import input_config_schema
 
         props = input_config_schema(defn.input_config)
     schema_props = props.get("properties") or {}

@@ -107,14 +107,14 @@ class AgentHandle:
 
         Call it from a notebook cell. False when nothing is waiting (not asked yet: ``await
         h.approval()`` first; or already decided)."""
-        from kode_nb.approval import approve
+        from kode_nb.policy._approval import approve
 
         prompt = getattr(self.view, "waiting_prompt", lambda: None)()
         return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
 
     def deny(self, reason: str | None = None) -> bool:
         """Deny the first waiting request (``reason`` goes to the model), as Deny does."""
-        from kode_nb.approval import deny
+        from kode_nb.policy._approval import deny
 
         prompt = getattr(self.view, "waiting_prompt", lambda: None)()
         return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))

@@ -81,14 +81,14 @@ class CallHandle:
         Call it from a notebook cell (the kernel's loop thread). Returns False when nothing is
         waiting for a decision (not asked yet, already decided, or no live prompt).
         """
-        from kode_nb.approval import approve
+        from kode_nb.policy._approval import approve
 
         prompt = self._waiting_prompt()
         return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
 
     def deny(self, reason: str | None = None) -> bool:
         """Deny the waiting request (``reason`` goes to the model), as the Deny button does."""
-        from kode_nb.approval import deny
+        from kode_nb.policy._approval import deny
 
         prompt = self._waiting_prompt()
         return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))

@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, create_model
 from pydantic_core import PydanticUndefined
 
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.validation import ConfigArgsValidator, JsonSchemaValidator
+from kode_nb.tools._validation import ConfigArgsValidator, JsonSchemaValidator
 
 __all__ = ["input_config_schema", "input_config_validator", "schema_validator"]
 

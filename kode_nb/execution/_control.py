@@ -1,9 +1,9 @@
 """Around the body of a call: its worker thread, concurrency slots, timeout, and stopping it.
 
-:class:`CallControl` is the part of :class:`kode_nb._pipeline.ExecutorCore` that runs a sync
+:class:`CallControl` is the part of :class:`kode_nb.execution._pipeline.ExecutorCore` that runs a sync
 tool in a worker thread (handing the outcome straight to a loop future), plans a tool's limits
 and timeout, builds its :class:`~kode_nb.ToolContext`, gives slots back (only once a worker
-thread really ended), and stops a call on timeout. The rules are in :mod:`kode_nb.executor`.
+thread really ended), and stops a call on timeout. The rules are in :mod:`kode_nb.execution._executor`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from kode_nb._plans import Limit, LoopSlots, Plan, PolicyLike, RegistryLike
-from kode_nb._running import CallState, drive_async_gen, drive_gen
 from kode_nb._threads import DaemonThreadPool
-from kode_nb.tools import Tool
+from kode_nb.execution._plans import Limit, LoopSlots, Plan, PolicyLike, RegistryLike
+from kode_nb.execution._running import CallState, drive_async_gen, drive_gen
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolCategory, ToolContext
 
 __all__ = [

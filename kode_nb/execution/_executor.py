@@ -48,11 +48,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kode_nb._pipeline import ExecutorCore
-from kode_nb._plans import ApproverLike, LoopSlots, PolicyLike, RegistryLike
-from kode_nb._running import CallState
 from kode_nb.errors import ConfigurationError, KodeUsageError
-from kode_nb.events import CallRequested, EventBus
+from kode_nb.events._events import CallRequested, EventBus
+from kode_nb.execution._pipeline import ExecutorCore
+from kode_nb.execution._plans import ApproverLike, LoopSlots, PolicyLike, RegistryLike
+from kode_nb.execution._running import CallState
 from kode_nb.types import ToolResult, normalize_name
 
 __all__ = ["ApproverLike", "Executor", "PolicyLike", "RegistryLike", "RunningCall", "ToolCall"]
@@ -95,7 +95,7 @@ _default_registry: Callable[[], RegistryLike] | None = None
 def _current_registry() -> RegistryLike:
     global _default_registry
     if _default_registry is None:
-        from kode_nb.registry import default_registry
+        from kode_nb.tools._registry import default_registry
 
         _default_registry = default_registry
     return _default_registry()
@@ -132,7 +132,7 @@ class Executor(ExecutorCore):
                 f"Executor(registry=...) needs a ToolRegistry, got {registry!r}"
             )
         if policy is None:
-            from kode_nb.policy import Policy
+            from kode_nb.policy._policy import Policy
 
             policy = Policy()
         elif not callable(getattr(policy, "approval_for", None)):

@@ -3,7 +3,7 @@
 Allowed tools. ``deny`` wins over everything; then, if a ``profile`` is set, the tool must match
 one of its entries; then, if ``allow`` is given, it must match one of those too (so the allowed
 set is profile ∩ allow). No profile and no allow list: everything not denied is allowed. An
-empty ``allow`` list allows nothing. Entries are selectors (:mod:`kode_nb.selectors`): a tool
+empty ``allow`` list allows nothing. Entries are selectors (:mod:`kode_nb.tools._selectors`): a tool
 name, ``group:NAME``, ``kind:KIND``, ``category:CAT`` or ``*``.
 
 Approval (:meth:`Policy.approval_for`), first match wins:
@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from kode_nb.errors import ConfigurationError, ToolPermissionError
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.selectors import check_key, parse_selector
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
+from kode_nb.tools._selectors import check_key, parse_selector
 from kode_nb.types import MUTATING_KINDS, ToolKind, normalize_name
 
 __all__ = ["ApprovalMode", "Decision", "Policy", "resolve_allowed_path"]

@@ -3,8 +3,8 @@
 :class:`ExecutorCore` holds the executor's settings and runs policy → validation → approval →
 slots → the tool body under its timeout, and turns every ending into a :class:`ToolResult`
 (emitting the terminal event and recording stats exactly once); worker threads, limits and
-timeouts are :class:`kode_nb._control.CallControl`'s. The public surface, and the rules it
-follows, are in :mod:`kode_nb.executor`.
+timeouts are :class:`kode_nb.execution._control.CallControl`'s. The public surface, and the rules it
+follows, are in :mod:`kode_nb.execution._executor`.
 """
 
 from __future__ import annotations
@@ -15,15 +15,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kode_nb._builders import make_result, text_block
-from kode_nb._control import PLAIN, CallControl, thread_note
-from kode_nb._plans import ApproverLike, LoopSlots, Plan, PolicyLike, RegistryLike
-from kode_nb._results import convert_value, exception_outcome
-from kode_nb._running import CallState, decide, preview_text
 from kode_nb._threads import DaemonThreadPool
-from kode_nb.approval import ApprovalRequest
 from kode_nb.errors import ToolNotFoundError, ToolTimeoutError, ToolValidationError
-from kode_nb.events import (
+from kode_nb.events._events import (
     ApprovalRequested,
     ApprovalResolved,
     CallCancelled,
@@ -34,7 +28,13 @@ from kode_nb.events import (
     EventBus,
     InvalidArguments,
 )
-from kode_nb.tools import Tool
+from kode_nb.execution._builders import make_result, text_block
+from kode_nb.execution._control import PLAIN, CallControl, thread_note
+from kode_nb.execution._plans import ApproverLike, LoopSlots, Plan, PolicyLike, RegistryLike
+from kode_nb.execution._results import convert_value, exception_outcome
+from kode_nb.execution._running import CallState, decide, preview_text
+from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.tools._model import Tool
 from kode_nb.types import ResultStatus, TextBlock, ToolResult
 
 __all__ = ["ExecutorCore"]
@@ -45,10 +45,10 @@ _Policy: type | None = None
 
 
 def _policy_class() -> type:
-    """:class:`kode_nb.policy.Policy` (imported on first use: the executor may get another)."""
+    """:class:`kode_nb.policy._policy.Policy` (imported on first use: the executor may get another)."""
     global _Policy
     if _Policy is None:
-        from kode_nb.policy import Policy
+        from kode_nb.policy._policy import Policy
 
         _Policy = Policy
     return _Policy

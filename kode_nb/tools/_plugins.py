@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 
 if TYPE_CHECKING:
-    from kode_nb.registry import ToolRegistry
+    from kode_nb.tools._registry import ToolRegistry
 
 __all__ = ["LoadReport", "load_entry_points"]
 
-log = logging.getLogger("kode_nb.registry")
+log = logging.getLogger("kode_nb.tools._registry")
 
 
 @dataclass(kw_only=True)

@@ -6,7 +6,7 @@ defines the same function replaces the tool (same ``module.qualname`` source).
 
 Three ways to describe the arguments:
 
-- the function's signature, type hints and docstring (the usual way, see :mod:`kode_nb.schema`);
+- the function's signature, type hints and docstring (the usual way, see :mod:`kode_nb.tools._schema`);
 - ``parameters={...}``: a raw JSON Schema; the function gets the validated arguments dict;
 - ``input_config={"inputs": {...}}`` (seed 000): same, with a simple typed input list.
 
@@ -22,18 +22,18 @@ from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import Any, TypeVar, overload
 
-from kode_nb.docstrings import parse_docstring
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.introspect import docstring_of, signature_of, unwrap
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.schema import (
+from kode_nb.tools._docstrings import parse_docstring
+from kode_nb.tools._introspect import docstring_of, signature_of, unwrap
+from kode_nb.tools._model import ArgumentValidator, Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
+from kode_nb.tools._schema import (
     call_mode,
     function_schema,
     input_config_validator,
     is_context_annotation,
     schema_validator,
 )
-from kode_nb.tools import ArgumentValidator, Tool
 from kode_nb.types import (
     NOT_GIVEN,
     ApprovalRule,
