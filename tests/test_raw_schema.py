@@ -1,4 +1,4 @@
-"""Raw JSON Schema tools (jsonschema) and seed-000 inputConfig tools."""
+"""Raw JSON Schema tools (jsonschema) and inputConfig tools."""
 
 from __future__ import annotations
 
@@ -173,7 +173,7 @@ def test_bad_schemas(schema: Any, message: str) -> None:
     assert message in str(info.value)
 
 
-# --------------------------------------------------------------------------- inputConfig (seed 000)
+# --------------------------------------------------------------------------- inputConfig
 
 SEED_CONFIG = {
     "inputs": {

@@ -7,7 +7,7 @@
       %%agent investigator
       ---
       description: Investigates the codebase to answer one question.   # required
-      inputs: $Investigation      # a pydantic model in a variable, or the seed-000 form:
+      inputs: $Investigation      # a pydantic model in a variable, or the inputConfig form:
       #   objective: {type: string, description: What to find out, required: true}
       tools: [list_files, read_file]                # the allowlist (names and selectors)
       model: $make_model          # a model name, or $var: a Model, or a zero-arg factory

@@ -1,6 +1,6 @@
 """``@tool`` and :func:`define_tool`: a typed function becomes a registered :class:`~kode_nb.Tool`.
 
-Defining is registering (seed 001): the tool goes into the current registry
+Defining is registering: the tool goes into the current registry
 (:func:`kode_nb.default_registry`) unless ``registry=None``; re-running a notebook cell that
 defines the same function replaces the tool (same ``module.qualname`` source).
 
@@ -8,7 +8,7 @@ Three ways to describe the arguments:
 
 - the function's signature, type hints and docstring (the usual way, see :mod:`kode_nb.tools._schema`);
 - ``parameters={...}``: a raw JSON Schema; the function gets the validated arguments dict;
-- ``input_config={"inputs": {...}}`` (seed 000): same, with a simple typed input list.
+- ``input_config={"inputs": {...}}``: same, with a simple typed input list.
 
 Either way a parameter annotated :class:`~kode_nb.ToolContext` receives the call's context.
 """
@@ -81,7 +81,7 @@ def define_tool(
         description: What the tool does, for the model; defaults to the docstring's description.
         parameters: A raw JSON Schema (top-level ``"type": "object"``) instead of the signature;
             the function then receives the validated arguments dict as its first parameter.
-        input_config: A seed-000 ``{"inputs": {name: {"description", "type", "required"}}}``
+        input_config: An ``inputConfig`` ``{"inputs": {name: {"description", "type", "required"}}}``
             instead of the signature; the function receives the arguments dict.
         label: A human label for displays; defaults to the name in words.
         kind: read, edit, delete, move, search, execute, fetch, think or other.

@@ -9,7 +9,7 @@ faster to define. Otherwise it builds **one** pydantic model per function (field
 parameter names), which gives both the schema and fast validation (``validate_json`` on the
 raw text).
 
-:func:`schema_validator` (a raw JSON Schema) and :func:`input_config_schema` (a seed-000
+:func:`schema_validator` (a raw JSON Schema) and :func:`input_config_schema` (an
 ``inputConfig``) live in :mod:`kode_nb.tools._raw_schema` and are re-exported here.
 
 Every definition problem raises :class:`~kode_nb.errors.ToolDefinitionError` naming the

@@ -8,7 +8,7 @@ problem, located by the *argument* names the model used (``"items.2.name"``).
 - :class:`ParamsValidator`: one pydantic model per function, fields aliased by parameter name.
 - :class:`SimpleParamsValidator`: the same for simple signatures, with no model class at all.
 - :class:`LoneModelValidator`: the function takes one pydantic model; the arguments are it.
-- :class:`ConfigArgsValidator`: seed-000 ``inputConfig`` tools; returns the arguments dict.
+- :class:`ConfigArgsValidator`: ``inputConfig`` tools; returns the arguments dict.
 - :class:`JsonSchemaValidator`: a raw JSON Schema, checked by ``jsonschema`` (imported lazily).
 
 Built by :mod:`kode_nb.tools._schema`; this module only validates and explains.

@@ -1,9 +1,9 @@
 """``CallHandle``: what ``%tool NAME ...`` returns while the call runs in the background.
 
-The cell that starts a call returns at once (a call may wait for a click, JUPYTER-NOTES §1);
-a later cell can ``await h``, check ``h.done()``, read ``h.result()`` or ``h.cancel()``.
-Displaying the handle shows the call's live view (once per cell: the magic already shows it).
-No widget imports here.
+The cell that starts a call returns at once (a call may wait for a click; docs/ARCHITECTURE.md,
+"Notebook execution model", says why); a later cell can ``await h``, check ``h.done()``, read
+``h.result()`` or ``h.cancel()``. Displaying the handle shows the call's live view (once per cell:
+the magic already shows it). No widget imports here.
 """
 
 from __future__ import annotations
