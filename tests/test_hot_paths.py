@@ -239,7 +239,7 @@ async def test_a_queued_sync_call_cancelled_by_its_caller_never_runs(
     define_tool(block)
     define_tool(late)
     ex = Executor(registry, max_concurrency=None)
-    ex._pool = DaemonThreadPool(1)  # one worker: the second call waits in the queue
+    ex._workers.pool = DaemonThreadPool(1)  # one worker: the second call waits in the queue
     blocker = asyncio.create_task(ex.call("block"))
     await asyncio.sleep(0.05)
     queued = asyncio.create_task(ex.call("late"))
