@@ -5,40 +5,7 @@ May import: :mod:`kode_nb.types` and the standard library only, so every layer (
 agents, the notebook UI) can subscribe without pulling in anything else.
 """
 
-from kode_nb.events._events import (
-    EVENT_TYPES,
-    ApprovalRequested,
-    ApprovalResolved,
-    CallCancelled,
-    CallCompleted,
-    CallFailed,
-    CallRequested,
-    CallStarted,
-    CallTimedOut,
-    CallUpdate,
-    EventBus,
-    InvalidArguments,
-    JsonlAuditLog,
-    Subscription,
-    ToolEvent,
-    event_to_dict,
-)
+from kode_nb.events import _events
+from kode_nb.events._events import *  # noqa: F403  (its __all__ is this package's API)
 
-__all__ = [
-    "EVENT_TYPES",
-    "ApprovalRequested",
-    "ApprovalResolved",
-    "CallCancelled",
-    "CallCompleted",
-    "CallFailed",
-    "CallRequested",
-    "CallStarted",
-    "CallTimedOut",
-    "CallUpdate",
-    "EventBus",
-    "InvalidArguments",
-    "JsonlAuditLog",
-    "Subscription",
-    "ToolEvent",
-    "event_to_dict",
-]
+__all__ = [*_events.__all__]

@@ -13,13 +13,7 @@ May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors`, :mod:`kode_nb.tools`,
 notebook layers (they drive an :class:`Executor`, not the other way round).
 """
 
-from kode_nb.execution._executor import (
-    ApproverLike,
-    Executor,
-    PolicyLike,
-    RegistryLike,
-    RunningCall,
-    ToolCall,
-)
+from kode_nb.execution import _executor
+from kode_nb.execution._executor import *  # noqa: F403  (its __all__ is this package's API)
 
-__all__ = ["ApproverLike", "Executor", "PolicyLike", "RegistryLike", "RunningCall", "ToolCall"]
+__all__ = [*_executor.__all__]

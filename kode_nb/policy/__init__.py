@@ -7,29 +7,8 @@ May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors` and :mod:`kode_nb.tools`
 selectors against a registry). Never the execution, events, agents or notebook layers.
 """
 
-from kode_nb.policy._approval import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Approver,
-    AutoApprove,
-    AutoDeny,
-    CallbackApprover,
-    approve,
-    deny,
-)
-from kode_nb.policy._policy import ApprovalMode, Decision, Policy, resolve_allowed_path
+from kode_nb.policy import _approval, _policy
+from kode_nb.policy._approval import *  # noqa: F403  (its __all__ is this package's API)
+from kode_nb.policy._policy import *  # noqa: F403  (its __all__ is this package's API)
 
-__all__ = [
-    "ApprovalDecision",
-    "ApprovalMode",
-    "ApprovalRequest",
-    "Approver",
-    "AutoApprove",
-    "AutoDeny",
-    "CallbackApprover",
-    "Decision",
-    "Policy",
-    "approve",
-    "deny",
-    "resolve_allowed_path",
-]
+__all__ = [*_approval.__all__, *_policy.__all__]

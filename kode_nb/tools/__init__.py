@@ -12,33 +12,9 @@ jsonschema (lazily). Never the policy, execution, events, agents or notebook lay
 inside import each other by their private paths, never through this ``__init__``.
 """
 
-from kode_nb.tools._define import define_tool, tool
-from kode_nb.tools._model import ArgumentValidator, CallMode, Tool
-from kode_nb.tools._registry import (
-    BUILTIN_PROFILES,
-    LoadReport,
-    RegistryStats,
-    Selector,
-    ToolRegistry,
-    ToolStats,
-    default_registry,
-    parse_selector,
-    use_registry,
-)
+from kode_nb.tools import _define, _model, _registry
+from kode_nb.tools._define import *  # noqa: F403  (its __all__ is this package's API)
+from kode_nb.tools._model import *  # noqa: F403  (its __all__ is this package's API)
+from kode_nb.tools._registry import *  # noqa: F403  (its __all__ is this package's API)
 
-__all__ = [
-    "BUILTIN_PROFILES",
-    "ArgumentValidator",
-    "CallMode",
-    "LoadReport",
-    "RegistryStats",
-    "Selector",
-    "Tool",
-    "ToolRegistry",
-    "ToolStats",
-    "default_registry",
-    "define_tool",
-    "parse_selector",
-    "tool",
-    "use_registry",
-]
+__all__ = [*_define.__all__, *_model.__all__, *_registry.__all__]
