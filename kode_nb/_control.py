@@ -113,6 +113,7 @@ class CallControl:
                 tool=st.plan.name, call_id=st.call_id, run_id=st.run_id,
                 parent_call_id=st.parent_call_id, cancel=st.get_token(), on_update=st.update,
                 allowed_paths=tuple(self.policy.allowed_paths), user=self.user, deps=self.deps,
+                executor=self, approver=st.approver,
             )  # fmt: skip
         return ctx
 

@@ -274,6 +274,7 @@ class Executor(ExecutorCore):
             tname, cid, run_id, parent_call_id, bus, on_update, loop, slots.thread,
             asyncio.current_task(loop), time.time(), plan, registry,
         )  # fmt: skip
+        st.approver = approver
         inflight = self._inflight
         inflight[st] = None
         try:
