@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kode_nb.errors import FieldIssue, _json_type
 from kode_nb._finite import NOT_FINITE
+from kode_nb.errors import FieldIssue, _json_type
 
 __all__ = [
     "describe",

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import SchemaValidator, from_json, to_jsonable_python
 
-from kode_nb.errors import FieldIssue, ToolValidationError
 from kode_nb._finite import non_finite_issues
+from kode_nb.errors import FieldIssue, ToolValidationError
 from kode_nb.issues import jsonschema_issues, not_an_object, pydantic_issues, unexpected_field
 
 if TYPE_CHECKING:
