@@ -158,3 +158,17 @@ def test_model_api_keys_are_registered_at_construction() -> None:
     key = fresh("given-key")
     OpenAIChatModel("gpt-test", api_key=key, base_url="http://127.0.0.1:9/v1")
     assert redact_text(f"echo {key}") == f"echo {REDACTED}"
+
+
+def test_a_schema_with_credential_named_parameters_is_shown_whole(registry: Any) -> None:
+    from kode_nb import define_tool
+    from kode_nb.ui.tool_html import tool_html
+
+    def login(user: str, password: str, token: str = "") -> str:
+        """Log in."""
+        return user
+
+    shown = tool_html(define_tool(login))
+    assert "&quot;password&quot;: {" in shown
+    assert "&quot;token&quot;: {" in shown
+    assert REDACTED not in shown

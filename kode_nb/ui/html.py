@@ -73,9 +73,11 @@ def esc(value: object) -> str:
     return html.escape(redact_text(str(value)), quote=True)
 
 
-def pretty_json(data: Any) -> str:
-    """``data`` as indented JSON, secrets redacted (by key name and by value)."""
-    return json.dumps(redact(data), indent=2, ensure_ascii=False, default=str)
+def pretty_json(data: Any, *, redacted: bool = True) -> str:
+    """``data`` as indented JSON, secrets redacted (by key name and by value); ``redacted=False``
+    for definitions such as schemas, where a key named ``token`` is a parameter, not a secret."""
+    shown = redact(data) if redacted else data
+    return json.dumps(shown, indent=2, ensure_ascii=False, default=str)
 
 
 def clip(text: str, limit: int = MAX_HTML_TEXT) -> str:
