@@ -13,6 +13,8 @@ secrets are replaced by ``[REDACTED]``:
 * the password of a URL's ``scheme://user:password@host``;
 * anything that looks like a provider key (``sk-…``, ``sk-ant-…``, ``ghp_…``, ``xox…-…``, AWS
   ``AKIA…``), a ``Bearer …`` credential, or an ``Authorization: …`` header line;
+* in text (JSON, a dict's repr), the quoted value after a quoted credential key:
+  ``"password": "…"``, ``'Authorization': '…'``;
 * the whole value of a mapping key that names a credential (``api_key``, ``apiKey``,
   ``authorization``, ``password``, ``secret``, ``token``, ``access_token``, ``x-api-key``, …),
   and the ``value`` of a mapping whose ``key``/``name`` is a secret-looking name (``set_env``'s
@@ -69,11 +71,16 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
     re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
 )
-_SECRET_KEY = re.compile(
-    r"(?i)^(x[-_])?(api[-_]?key|apikey|auth|authorization|proxy[-_]authorization|password|"
+_KEY_NAMES = (
+    r"(x[-_])?(api[-_]?key|apikey|auth|authorization|proxy[-_]authorization|password|"
     r"passwd|secret|client[-_]secret|token|access[-_]token|refresh[-_]token|id[-_]token|"
-    r"session[-_]token|private[-_]key|cookie|set[-_]cookie)$"
+    r"session[-_]token|private[-_]key|cookie|set[-_]cookie)"
 )
+_SECRET_KEY = re.compile(rf"(?i)^{_KEY_NAMES}$")
+_QUOTED_PAIR = re.compile(
+    rf"""(?i)(?P<head>(?P<q>["']){_KEY_NAMES}(?P=q)\s*:\s*(?P<v>["']))(?:\\.|(?!(?P=v)).)+(?P=v)"""
+)
+"""``"password": "..."`` / ``'token': '...'`` in JSON text or a Python dict's repr."""
 
 
 @functools.lru_cache(maxsize=2048)
@@ -89,6 +96,12 @@ _HINT = re.compile(
     r"authorization|bearer|sk-|gh[pousr]_|github_pat_|xox|akia|aiza|://", re.IGNORECASE
 )
 """Something every pattern match contains: one cheap search before the substitutions."""
+_PAIR_HINT = re.compile(
+    r"""["'](?:x[-_])?(?:api|auth|pass|secret|client|token|access|refresh|id[-_]|session|"""
+    r"""private|cookie|set[-_]|proxy)""",
+    re.IGNORECASE,
+)
+"""What a ``_QUOTED_PAIR`` match starts with."""
 
 
 def _is_secret_name(name: str) -> bool:
@@ -164,6 +177,8 @@ def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def _sub_patterns(text: str) -> str:
+    if _PAIR_HINT.search(text) is not None:
+        text = _QUOTED_PAIR.sub(lambda m: m.group("head") + REDACTED + m.group("v"), text)
     if _HINT.search(text) is None:
         return text
     text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)

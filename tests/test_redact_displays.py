@@ -172,3 +172,20 @@ def test_a_schema_with_credential_named_parameters_is_shown_whole(registry: Any)
     assert "&quot;password&quot;: {" in shown
     assert "&quot;token&quot;: {" in shown
     assert REDACTED not in shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('{"password": "hunter2", "user": "bob"}', f'{{"password": "{REDACTED}", "user": "bob"}}'),
+        (
+            "{'Authorization': 'Basic abc', 'X': '1'}",
+            f"{{'Authorization': '{REDACTED}', 'X': '1'}}",
+        ),
+        ('{"token": "a\\"b", "n": 1}', f'{{"token": "{REDACTED}", "n": 1}}'),
+        ('{"x-api-key": "k"}', f'{{"x-api-key": "{REDACTED}"}}'),
+        ('{"tokens": "5", "api_key": ""}', '{"tokens": "5", "api_key": ""}'),
+    ],
+)
+def test_credential_pairs_in_json_text_and_reprs_are_redacted(text: str, shown: str) -> None:
+    assert redact_text(text) == shown
