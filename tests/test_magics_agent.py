@@ -350,3 +350,22 @@ def test_markdown_answers_are_rendered_with_html_escaped() -> None:
     assert "<strong>bold</strong>" in html
     assert "<script>" not in html
     assert "<li>a</li>" in html
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "description: d\ntools: " + "[" * 10_000 + "]" * 10_000,
+        "description: d\ntools:\n" + "".join("  " * i + "-\n" for i in range(3000)),
+        "description: d\ntools:\n  " + "- " * 10_000 + "x",
+    ],
+)
+def test_deeply_nested_front_matter_is_a_usage_error(front: str) -> None:
+    message = _error(parse_front_matter, f"---\n{front}\n---\nPrompt", "%%agent x")
+    assert "nested too deeply" in message
+
+
+def test_an_agent_line_with_deeply_nested_inputs_is_a_usage_error(ip: Any) -> None:
+    _agent(ip, "reader", READER)
+    deep = "[" * 10_000 + "]" * 10_000
+    assert "nested too deeply" in _error(ip.run_line_magic, "agent", f"reader objective={deep}")
