@@ -240,14 +240,14 @@ async def test_write_encoding(call: Call, root: Path) -> None:
     assert "is a directory" in (await call("write_file", path="d", content="x")).text
 
 
-@pytest.mark.parametrize("failing", ["replace", "fsync"])
+@pytest.mark.parametrize("failing", ["rename", "fsync"])
 async def test_failed_write_leaves_the_original_and_no_temp_file(
     call: Call, root: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
     target = root / "keep.txt"
     target.write_text("original\n")
 
-    def boom(*args: object) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, failing, boom)
