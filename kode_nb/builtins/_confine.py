@@ -31,6 +31,7 @@ What this cannot see: a hard link inside the root to a file outside it is an ord
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -76,10 +77,12 @@ class _Openat2:
         how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
         fd = int(
             self._syscall(
-                ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dir_fd),
-                ctypes.c_char_p(os.fsencode(path)), ctypes.byref(how),
+                ctypes.c_long(_SYS_OPENAT2),
+                ctypes.c_int(dir_fd),
+                ctypes.c_char_p(os.fsencode(path)),
+                ctypes.byref(how),
                 ctypes.c_size_t(ctypes.sizeof(how)),
-            )  # fmt: skip
+            )
         )
         if fd < 0:
             code = ctypes.get_errno()
@@ -251,10 +254,8 @@ class _Walk:
             except FileNotFoundError:
                 if not create:
                     raise
-                try:
+                with contextlib.suppress(FileExistsError):  # made meanwhile: open it as it is now
                     os.mkdir(name, 0o777, dir_fd=self.stack[-1])
-                except FileExistsError:
-                    pass  # made meanwhile: open it as whatever it is now
                 pending.insert(0, name)
                 continue
             except OSError as exc:

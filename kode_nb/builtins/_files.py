@@ -81,9 +81,7 @@ def describe_size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MiB"
 
 
-def confined(
-    ctx: ToolContext, path: str, *, follow: bool = True, create: bool = False
-) -> Location:
+def confined(ctx: ToolContext, path: str, *, follow: bool = True, create: bool = False) -> Location:
     """``path`` inside the call's allowed roots, opened as a Location (close it after use).
 
     A missing parent directory or a file used as one is a ToolError naming the path.

@@ -37,6 +37,7 @@ from typing import IO, Annotated, Any, Literal
 from pydantic import Field
 
 from kode_nb.builtins._common import make_tool
+from kode_nb.builtins._confine import Location
 from kode_nb.builtins._files import (
     BINARY_SAMPLE,
     binary_message,
@@ -52,7 +53,6 @@ from kode_nb.builtins._files import (
     open_entry,
     walk,
 )
-from kode_nb.builtins._confine import Location
 from kode_nb.builtins.fs_edit import EditTools
 from kode_nb.errors import ConfigurationError, ToolError
 from kode_nb.tools import Tool
@@ -229,8 +229,12 @@ class FileTools(EditTools):
             try:
                 fd = open_entry(loc, os.O_RDONLY | os.O_DIRECTORY, ctx.tool, path)
             except (FileNotFoundError, NotADirectoryError) as exc:
-                what = "does not exist" if isinstance(exc, FileNotFoundError) else "is not a directory"
-                raise ToolError(ctx.tool, f"{path!r} {what}; list_files lists directories.") from None
+                what = (
+                    "does not exist" if isinstance(exc, FileNotFoundError) else "is not a directory"
+                )
+                raise ToolError(
+                    ctx.tool, f"{path!r} {what}; list_files lists directories."
+                ) from None
         cap = self.limits.max_list_entries
         entries: list[dict[str, Any]] = []
         truncated = False
@@ -301,7 +305,9 @@ class FileTools(EditTools):
             try:
                 os.unlink(loc.name, dir_fd=loc.dir_fd)
             except IsADirectoryError:  # swapped for a directory meanwhile
-                raise ToolError(ctx.tool, f"{path!r} became a directory; nothing was deleted.") from None
+                raise ToolError(
+                    ctx.tool, f"{path!r} became a directory; nothing was deleted."
+                ) from None
         what = "symlink" if stat.S_ISLNK(info.st_mode) else describe_size(info.st_size)
         return f"Deleted {path} ({what})."
 

@@ -21,6 +21,7 @@ import stat
 from collections.abc import Mapping
 from typing import Any
 
+from kode_nb.builtins._confine import Location, locate
 from kode_nb.builtins._files import (
     BINARY_SAMPLE,
     atomic_write,
@@ -33,7 +34,6 @@ from kode_nb.builtins._files import (
     open_entry,
     unified_diff,
 )
-from kode_nb.builtins._confine import Location, locate
 from kode_nb.errors import ToolError
 from kode_nb.types import ToolContext
 

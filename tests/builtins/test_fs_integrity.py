@@ -43,7 +43,8 @@ def appender(root: Path) -> Iterator[subprocess.Popen[str]]:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     yield proc
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     proc.stdin.close()
     proc.wait(10)
     proc.stdout.close()
@@ -61,7 +62,8 @@ def test_an_edit_is_refused_when_another_process_wrote_after_the_read(
     original = fs_edit.apply_edit
 
     def append_meanwhile(*args: Any, **kwargs: Any) -> tuple[str, int]:
-        assert appender.stdin is not None and appender.stdout is not None
+        assert appender.stdin is not None
+        assert appender.stdout is not None
         appender.stdin.write("appended by another process\n")
         appender.stdin.flush()
         assert appender.stdout.readline() == "done\n"
@@ -90,8 +92,10 @@ def test_edits_under_a_concurrent_appender_lose_far_fewer_appends(
     target = root / "log.txt"
     target.write_text("counter 0\n")
     tools, ctx = FileTools(FsLimits()), _ctx(root)
-    assert appender.stdin is not None and appender.stdout is not None
+    assert appender.stdin is not None
+    assert appender.stdout is not None
     edits = refused = 0
+    messages: set[str] = set()
     for i in range(200):
         appender.stdin.write(f"append {i}\n")
         appender.stdin.flush()
@@ -99,12 +103,15 @@ def test_edits_under_a_concurrent_appender_lose_far_fewer_appends(
             tools.edit_file("log.txt", f"counter {edits}\n", f"counter {edits + 1}\n", ctx)
             edits += 1
         except ToolError as exc:
-            assert "changed since edit_file read it" in exc.message
+            messages.add(exc.message.split(";")[0])
             refused += 1
         assert appender.stdout.readline() == "done\n"
     text = target.read_text()
     lost = [i for i in range(200) if f"append {i}\n" not in text]
     assert edits > 0
+    assert messages <= {
+        "'log.txt' changed since edit_file read it (another process wrote to it meanwhile)"
+    }
     assert len(lost) <= 5, f"{len(lost)} of 200 appends lost ({edits} edits, {refused} refused)"
 
 
@@ -151,7 +158,8 @@ def test_a_write_killed_midway_leaves_no_temporary_file(
     assert (root / "big.bin.txt").read_text() == "previous\n"
     if tmpfile == "named":  # they were left; make them stale so that the next write sweeps them
         left = [n for n in os.listdir(root) if n != "big.bin.txt"]
-        assert left and all(n.startswith(".kode_nb-tmp-") for n in left), left
+        assert left
+        assert all(n.startswith(".kode_nb-tmp-") for n in left), left
         old = time.time() - 16 * 60
         for name in left:
             os.utime(root / name, (old, old))

@@ -75,7 +75,7 @@ def arena(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     (root / "d" / DEEP / "f.txt").write_text("inside\n")
     (outside / DEEP / "f.txt").write_text("OUTSIDE\n")
     (root / "swap").symlink_to(outside, target_is_directory=True)
-    yield root, outside
+    return root, outside
 
 
 def _swapping(root: Path) -> subprocess.Popen[str]:
@@ -83,7 +83,8 @@ def _swapping(root: Path) -> subprocess.Popen[str]:
         [sys.executable, "-c", _SWAPPER, str(root / "d"), str(root / "swap"), str(SECONDS + 1)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "ready\n"
     return proc
 
 
@@ -126,7 +127,8 @@ def test_reads_never_return_the_outside_file(arena: tuple[Path, Path], resolver:
             leaked.append(text)
 
     calls, refused = _run(root, read)
-    assert calls > 50 and refused < calls, (calls, refused)
+    assert calls > 50
+    assert refused < calls, (calls, refused)
     assert leaked == [], f"{len(leaked)} of {calls} reads returned the outside file"
 
 
