@@ -313,13 +313,16 @@ def locate(
             name = parts[-1]
         else:
             name = walk.run(parts, follow, create)
-            dir_fd = walk.stack.pop()
+            dir_fd = walk.stack.pop() if len(walk.stack) > 1 else os.dup(walk.stack[0])
+        real = _proc_path(dir_fd)
+        if real is None:  # no /proc: the walk's own record
+            real = os.path.join(root, *walk.names)
+        elif (
+            _split(root, real) is None
+            and _split(Path(_proc_path(walk.stack[0]) or root), real) is None
+        ):
+            os.close(dir_fd)  # moved away while we walked
+            raise _denied(tool, text, roots, f" (it was moved to {real!r} while being opened)")
     finally:
         walk.close()
-    real = _proc_path(dir_fd)
-    if real is None:  # no /proc: the walk's own record
-        real = os.path.join(root, *[n for n in walk.names if n])
-    elif _split(root, real) is None:  # moved away while we walked
-        os.close(dir_fd)
-        raise _denied(tool, text, roots, f" (it was moved to {real!r} while being opened)")
     return Location(root, dir_fd, name, Path(real) if name == "." else Path(real, name))

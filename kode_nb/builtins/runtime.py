@@ -39,6 +39,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from kode_nb.builtins._common import REDACTED, is_secret_name, make_tool, redact_mapping
+from kode_nb.builtins._confine import locate
 from kode_nb.builtins._procs import TAG_VARIABLE, ProcessTracker, TrackedProcess
 from kode_nb.errors import ConfigurationError, ToolError
 from kode_nb.tools import Tool
@@ -214,9 +215,12 @@ class ExecTool:
             raise ToolError(ctx.tool, "exec needs a POSIX system (process groups).")
         if not command.strip():
             raise ToolError(ctx.tool, "The command is empty.")
-        folder = ctx.resolve_path(cwd if cwd is not None else ".")
-        if not folder.is_dir():
-            raise ToolError(ctx.tool, f"cwd {cwd!r} is not an existing directory.")
+        try:
+            with locate(cwd if cwd is not None else ".", ctx.allowed_paths, tool=ctx.tool) as loc:
+                os.close(loc.open(os.O_RDONLY | os.O_DIRECTORY))
+                folder = loc.path
+        except OSError:
+            raise ToolError(ctx.tool, f"cwd {cwd!r} is not an existing directory.") from None
         bad = [k for k in (env or {}) if not k or "=" in k or "\x00" in k]
         if bad:
             raise ToolError(ctx.tool, f"Invalid environment variable name {bad[0]!r} in env.")
