@@ -36,15 +36,16 @@ import ctypes
 import errno
 import os
 import stat
-import threading
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from kode_nb.errors import ToolError, ToolPermissionError
 
-__all__ = ["Location", "locate"]
+__all__ = ["Location", "exchange", "locate"]
 
 O_PATH: int = getattr(os, "O_PATH", 0)
 _DIR = (O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
@@ -56,6 +57,12 @@ _RESOLVE_BENEATH = 0x08
 _SYS_OPENAT2 = 437  # the same number on every Linux architecture
 
 
+try:
+    _LIBC: Any = ctypes.CDLL(None, use_errno=True)
+except OSError:  # no C library to load symbols from
+    _LIBC = None
+
+
 class _OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
@@ -65,13 +72,8 @@ class _Openat2:
 
     def __init__(self) -> None:
         self.available = False
-        self._lock = threading.Lock()
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            self._syscall = libc.syscall
-            self.available = os.uname().sysname == "Linux"
-        except (OSError, AttributeError):
-            pass
+        self._syscall: Any = getattr(_LIBC, "syscall", None)
+        self.available = self._syscall is not None and sys.platform == "linux"
 
     def __call__(self, dir_fd: int, path: str, flags: int) -> int:
         how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
@@ -94,6 +96,23 @@ class _Openat2:
 
 openat2 = _Openat2()
 """The ``openat2`` wrapper (tests switch ``openat2.available`` off to exercise the walk)."""
+
+_RENAME_EXCHANGE = 2
+_renameat2: Any = getattr(_LIBC, "renameat2", None) if sys.platform == "linux" else None
+
+
+def exchange(dir_fd: int, a: str, b: str) -> bool:
+    """Swap the entries ``a`` and ``b`` of ``dir_fd`` atomically (``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the system or file system cannot."""
+    if _renameat2 is None:
+        return False
+    done = _renameat2(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), _RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(code, os.strerror(code), b)
 
 
 @dataclass(eq=False)

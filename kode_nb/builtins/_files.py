@@ -31,14 +31,16 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from typing import NoReturn, Protocol
 
-from kode_nb.builtins._confine import Location, locate
+from kode_nb.builtins._confine import Location, exchange, locate
 from kode_nb.errors import ToolError, ToolPermissionError
 from kode_nb.types import ToolContext
 
 __all__ = [
     "BINARY_SAMPLE",
+    "ReplaceGuard",
     "STALE_TEMP_SECONDS",
     "TEMP_PREFIX",
     "atomic_write",
@@ -182,13 +184,30 @@ def decode(
         ) from None  # fmt: skip
 
 
-def atomic_write(loc: Location, data: bytes, check: Callable[[], None] | None = None) -> bool:
+class ReplaceGuard(Protocol):
+    """Keeps a replace from losing a concurrent change to the file it replaces."""
+
+    def before(self) -> None:
+        """Raise if the file is no longer the version that was read."""
+
+    def after(self, dir_fd: int, replaced: str) -> bool:
+        """Whether the version just swapped out (now named ``replaced``) is the one checked."""
+
+    def refuse(self) -> NoReturn:
+        """Raise the error that says the file changed."""
+
+
+def atomic_write(loc: Location, data: bytes, guard: ReplaceGuard | None = None) -> bool:
     """Write ``data`` to ``loc`` atomically; True if it created the file.
 
     The data goes to a temporary file in the same directory (flushed and fsynced), with the mode
-    of the file it replaces (new files: 0o666 less the umask); ``check`` (if given) runs just
-    before the temporary file is renamed over the target and may raise to stop it. On any
+    of the file it replaces (new files: 0o666 less the umask), then replaces the target. On any
     failure the temporary file is removed and the target is left as it was.
+
+    With a ``guard``, ``guard.before()`` runs just before the replace and may refuse it; where
+    ``renameat2(RENAME_EXCHANGE)`` works the new version is swapped in and ``guard.after``
+    checks the version swapped out: if something wrote to it in between, it is swapped back
+    and ``guard.refuse()`` raises - so a write landing during the replace is not lost.
     """
     old = loc.lstat()
     mode = None if old is None else stat.S_IMODE(old.st_mode)
@@ -205,9 +224,15 @@ def atomic_write(loc: Location, data: bytes, check: Callable[[], None] | None = 
                 temp = _link_in(fd, loc.dir_fd)
         finally:
             os.close(fd)
-        if check is not None:
-            check()
-        os.rename(temp, loc.name, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
+        if guard is not None:
+            guard.before()
+        if guard is not None and old is not None and exchange(loc.dir_fd, temp, loc.name):
+            if not guard.after(loc.dir_fd, temp):  # temp: now the version replaced
+                exchange(loc.dir_fd, temp, loc.name)  # put the changed version back
+                guard.refuse()
+            os.unlink(temp, dir_fd=loc.dir_fd)
+        else:
+            os.rename(temp, loc.name, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
     except BaseException:
         if temp is not None:
             with contextlib.suppress(OSError):

@@ -19,7 +19,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from kode_nb.builtins._confine import Location, locate
 from kode_nb.builtins._files import (
@@ -92,19 +92,55 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _version(loc: Location) -> tuple[int, int, int, int, str] | None:
-    """(device, inode, size, mtime_ns, sha256) of the file at ``loc`` now; None if unreadable."""
-    try:
-        fd = loc.open(os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
+Version = tuple[int, int, int, int, str]
+"""(device, inode, size, mtime_ns, sha256) of a file's content."""
+
+
+def _version_of(fd: int) -> Version:
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        return None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read()
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    data = b"".join(chunks)
     return (info.st_dev, info.st_ino, len(data), info.st_mtime_ns, _digest(data))
+
+
+class _Unchanged:
+    """The :class:`~kode_nb.builtins._files.ReplaceGuard` of ``edit_file``: the file must still
+    be the version it read, and the version it replaces must not change during the replace."""
+
+    def __init__(self, loc: Location, seen: Version, tool: str, shown: str) -> None:
+        self.loc, self.seen, self.tool, self.shown = loc, seen, tool, shown
+
+    def before(self) -> None:
+        try:
+            fd = self.loc.open(os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            self.refuse()
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or _version_of(fd) != self.seen:
+                self.refuse()
+        finally:
+            os.close(fd)
+
+    def after(self, dir_fd: int, replaced: str) -> bool:
+        try:
+            fd = os.open(replaced, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            return False
+        try:
+            return _version_of(fd) == self.seen
+        finally:
+            os.close(fd)
+
+    def refuse(self) -> NoReturn:
+        raise ToolError(
+            self.tool, f"{self.shown!r} changed since edit_file read it (another process wrote "
+            "to it meanwhile); nothing was written. Read the file again and redo the edit on "
+            "its current content.",
+        )  # fmt: skip
 
 
 class EditTools:
@@ -160,20 +196,10 @@ class EditTools:
             )
             data = _encode(tool, new_text, enc, path)
 
-            def unchanged() -> None:
-                if _version(loc) != seen:
-                    raise ToolError(
-                        tool, f"{path!r} changed since edit_file read it (another process wrote "
-                        "to it meanwhile); nothing was written. Read the file again and redo "
-                        "the edit on its current content.",
-                    )  # fmt: skip
-
-            atomic_write(loc, data, check=unchanged)
+            atomic_write(loc, data, guard=_Unchanged(loc, seen, tool, path))
         return f"Edited {path}: {count} replacement{'s' if count != 1 else ''}."
 
-    def _read_text(
-        self, loc: Location, enc: str, tool: str, shown: str
-    ) -> tuple[str, tuple[int, int, int, int, str]]:
+    def _read_text(self, loc: Location, enc: str, tool: str, shown: str) -> tuple[str, Version]:
         """The text of an existing file to edit (size-limited, not binary, decodable), and its
         version (see :func:`_version`)."""
         try:
