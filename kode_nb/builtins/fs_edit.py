@@ -4,7 +4,10 @@ Both write atomically (:func:`~kode_nb.builtins._files.atomic_write`) through a 
 target's directory and keep an existing file's mode. ``edit_file`` reads the file through a
 handle and, just before the new version replaces it, checks that the file there still has the
 same inode, size, modification time and SHA-256; if another process changed it in between, the
-edit is refused (nothing is written) with a message telling the model to read it again. Their approval previews are unified diffs of the change, computed exactly as the
+edit is refused (nothing is written) with a message telling the model to read it again. Where
+``renameat2(RENAME_EXCHANGE)`` works, the new version is swapped in and the version swapped out
+is checked once more: a write that landed on it during the replace makes the edit swap it back
+and refuse, instead of losing that write. Their approval previews are unified diffs of the change, computed exactly as the
 call would compute it; an edit that would fail previews the error instead.
 
 ``edit_file`` replaces ``old_string`` with ``new_string``. ``old_string`` must match exactly -

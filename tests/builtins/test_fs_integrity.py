@@ -78,6 +78,33 @@ def test_an_edit_is_refused_when_another_process_wrote_after_the_read(
     assert sorted(os.listdir(root)) == ["log.txt"]
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="needs renameat2(RENAME_EXCHANGE)")
+def test_a_write_landing_during_the_replace_is_swapped_back_not_lost(
+    root: Path, appender: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The append lands after the last check, just before the new version is swapped in."""
+    target = root / "log.txt"
+    target.write_text("status: old\n")
+    real_exchange = _files.exchange
+    calls: list[str] = []
+
+    def append_then_exchange(dir_fd: int, a: str, b: str) -> bool:
+        if not calls:
+            assert appender.stdin is not None and appender.stdout is not None
+            appender.stdin.write("appended during the replace\n")
+            appender.stdin.flush()
+            assert appender.stdout.readline() == "done\n"
+        calls.append(b)
+        return real_exchange(dir_fd, a, b)
+
+    monkeypatch.setattr(_files, "exchange", append_then_exchange)
+    with pytest.raises(ToolError, match="changed since edit_file read it"):
+        FileTools(FsLimits()).edit_file("log.txt", "status: old", "status: new", _ctx(root))
+    assert calls == ["log.txt", "log.txt"]  # swapped in, then swapped back
+    assert target.read_text() == "status: old\nappended during the replace\n"
+    assert sorted(os.listdir(root)) == ["log.txt"]
+
+
 def test_an_edit_of_an_unchanged_file_goes_through(root: Path) -> None:
     target = root / "log.txt"
     target.write_text("status: old\n")
