@@ -48,7 +48,8 @@ from kode_nb.errors import ToolError, ToolPermissionError
 __all__ = ["Location", "exchange", "locate"]
 
 O_PATH: int = getattr(os, "O_PATH", 0)
-_DIR = (O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+# (getattr: importable where these are missing; the handles need POSIX ``dir_fd`` support)
+_DIR = (O_PATH or os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _MAX_LINKS = 40
 _PROC_FD = "/proc/self/fd"
 
