@@ -6,8 +6,9 @@ so signalling the group is not enough. :class:`ProcessTracker` finds them two wa
 
 * by ancestry: :meth:`ProcessTracker.scan` (run every fraction of a second while the command
   runs, and again when stopping it) records every descendant of the shell, and of processes
-  already recorded, by pid and start time - so one that ``setsid``-ed and was re-parented
-  after a scan is still known;
+  already recorded, by pid and start time (from ``/proc/<pid>/task/*/children``, or one pass
+  over ``/proc/*/stat`` where those are missing) - so one that ``setsid``-ed and was
+  re-parented after a scan is still known;
 * by a tag: the command's environment carries ``KODE_NB_EXEC_ID=<random>``, inherited by
   everything it starts (unless a process clears its environment); :meth:`ProcessTracker.stop`
   also signals every process of ours whose ``/proc/<pid>/environ`` has it.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["TAG_VARIABLE", "ProcessTracker", "TrackedProcess"]
@@ -72,6 +74,35 @@ def _pids() -> list[int]:
         return []
 
 
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``, from ``/proc/<pid>/task/*/children``."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"{_PROC}/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"{_PROC}/{pid}/task/{task}/children", "rb") as f:
+                out.extend(int(n) for n in f.read().split())
+        except OSError:
+            continue
+    return out
+
+
+def _table_lookup() -> Callable[[int], list[int]]:
+    """Where ``children`` files are missing: one pass over every ``/proc/<pid>/stat``."""
+    table: dict[int, list[int]] = {}
+    for pid in _pids():
+        info = _stat(pid)
+        if info is not None:
+            table.setdefault(info[0], []).append(pid)
+    return lambda pid: table.get(pid, [])
+
+
+_HAS_CHILDREN = os.path.exists(f"{_PROC}/self/task/{os.getpid()}/children")
+
+
 class ProcessTracker:
     """Records the processes started under ``root_pid`` (the shell) and stops them."""
 
@@ -90,23 +121,20 @@ class ProcessTracker:
         """Record the current descendants of the shell and of the processes already known."""
         if not self.enabled:
             return
-        children: dict[int, list[tuple[int, int]]] = {}
-        for pid in _pids():
-            info = _stat(pid)
-            if info is not None:
-                children.setdefault(info[0], []).append((pid, info[1]))
         frontier = [self.root_pid, *(p.pid for p in self.known.values() if self._alive(p))]
+        children = _children if _HAS_CHILDREN else _table_lookup()
         seen = set(frontier)
+        me = os.getpid()
         while frontier:
-            parent = frontier.pop()
-            for pid, start in children.get(parent, ()):
-                if pid in seen or pid == os.getpid():
+            for pid in children(frontier.pop()):
+                if pid in seen or pid == me:
                     continue
                 seen.add(pid)
                 frontier.append(pid)
+                info = _stat(pid)
                 old = self.known.get(pid)
-                if old is None or old.start != start:
-                    self.known[pid] = TrackedProcess(pid, start, _command(pid))
+                if info is not None and (old is None or old.start != info[1]):
+                    self.known[pid] = TrackedProcess(pid, info[1], _command(pid))
 
     def _tagged(self) -> None:
         """Record every process of ours whose environment carries this call's tag."""

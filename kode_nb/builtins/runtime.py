@@ -52,7 +52,7 @@ MAX_EXEC_TIMEOUT = 600.0
 
 _SPLIT = 8192  # longer lines are streamed in pieces of this many characters
 _DRAIN = 0.5  # seconds to wait for output after the command exited
-_SCAN_EVERY = 0.2  # seconds between scans for the processes the command started
+_SCAN_EVERY = 0.1  # seconds between scans for the processes the command started
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kode_nb import Executor, ToolRegistry
-from kode_nb.builtins import ExecConfig, register_builtins
+from kode_nb.builtins import ExecConfig, _procs, register_builtins
 
 pytestmark = [
     pytest.mark.anyio,
@@ -75,7 +75,12 @@ def quick(executor: Executor, registry: ToolRegistry) -> Executor:
     return executor
 
 
-async def test_a_timeout_stops_processes_that_left_the_group(quick: Executor, marker: str) -> None:
+@pytest.mark.parametrize("lookup", ["children files", "stat table"])
+async def test_a_timeout_stops_processes_that_left_the_group(
+    quick: Executor, marker: str, lookup: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if lookup == "stat table":  # where /proc/<pid>/task/*/children is missing
+        monkeypatch.setattr(_procs, "_HAS_CHILDREN", False)
     result = await quick.call("exec", {"command": _escaping(marker), "timeout": 3})
     assert result.status == "timed_out", result.text
     assert "started" in result.text

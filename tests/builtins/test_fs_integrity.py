@@ -90,7 +90,8 @@ def test_a_write_landing_during_the_replace_is_swapped_back_not_lost(
 
     def append_then_exchange(dir_fd: int, a: str, b: str) -> bool:
         if not calls:
-            assert appender.stdin is not None and appender.stdout is not None
+            assert appender.stdin is not None
+            assert appender.stdout is not None
             appender.stdin.write("appended during the replace\n")
             appender.stdin.flush()
             assert appender.stdout.readline() == "done\n"
