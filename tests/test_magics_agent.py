@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 
 from kode_nb import ToolRegistry
 from kode_nb.agents import Agent, AgentDefinition, register_subagent
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.magics.agent_spec import parse_front_matter
 from kode_nb.models import ScriptedModel, call
 from kode_nb.ui.agent_static import StaticRunView, markdown_html
@@ -352,6 +352,25 @@ def test_markdown_answers_are_rendered_with_html_escaped() -> None:
     assert "<li>a</li>" in html
 
 
+@pytest.mark.parametrize(
+    "front",
+    [
+        "description: d\ntools: " + "[" * 10_000 + "]" * 10_000,
+        "description: d\ntools:\n" + "".join("  " * i + "-\n" for i in range(3000)),
+        "description: d\ntools:\n  " + "- " * 10_000 + "x",
+    ],
+)
+def test_deeply_nested_front_matter_is_a_usage_error(front: str) -> None:
+    message = _error(parse_front_matter, f"---\n{front}\n---\nPrompt", "%%agent x")
+    assert "nested too deeply" in message
+
+
+def test_an_agent_line_with_deeply_nested_inputs_is_a_usage_error(ip: Any) -> None:
+    _agent(ip, "reader", READER)
+    deep = "[" * 10_000 + "]" * 10_000
+    assert "nested too deeply" in _error(ip.run_line_magic, "agent", f"reader objective={deep}")
+
+
 def test_tool_choice_and_reask_from_front_matter_and_ask_options(ip: Any) -> None:
     ip.run_cell(
         "from kode_nb.models import ScriptedModel, call\n"
@@ -388,13 +407,13 @@ def test_tool_choice_and_reask_from_front_matter_and_ask_options(ip: Any) -> Non
 @pytest.mark.anyio
 async def test_views_show_unknown_tokens_when_the_server_sends_no_usage() -> None:
     from kode_nb.agents import Agent
-    from kode_nb.models import Finish, TextDelta
+    from kode_nb.models import Finish, TextChunk
 
     class NoUsage:
         name = "no-usage"
 
         async def stream(self, request: Any) -> Any:
-            yield TextDelta(text="Paris.")
+            yield TextChunk(text="Paris.")
             yield Finish(stop_reason="end_turn")
 
     static = StaticRunView(agent="main", run_id="run_x", style="text")

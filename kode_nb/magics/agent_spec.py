@@ -13,6 +13,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from kode_nb.magics.nesting import check_nesting, too_deep
+
 __all__ = [
     "DEFAULT_INPUTS",
     "FRONT_MATTER_KEYS",
@@ -54,8 +56,12 @@ def parse_front_matter(cell: str, where: str) -> tuple[dict[str, Any], str]:
         raise UsageError(f"{where}: the front matter is not closed: add a line '---' after it.")
     import yaml  # type: ignore[import-untyped]
 
+    front = text[first : end.start()]
+    check_nesting(front, f"{where}: the front matter")
     try:
-        meta = yaml.safe_load(text[first : end.start()])
+        meta = yaml.safe_load(front)
+    except RecursionError:
+        raise too_deep(f"{where}: the front matter") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (front matter line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -34,6 +34,7 @@ from typing import Any
 import anyio
 import httpx
 
+from kode_nb._redact import register_secret
 from kode_nb.errors import ConfigurationError
 from kode_nb.models.base import ModelSettings
 from kode_nb.models.errors import (
@@ -122,6 +123,7 @@ class HttpModel:
         self.retry_max_delay = retry_max_delay
         """Longest wait between retries, also for ``Retry-After``."""
         self._api_key = api_key
+        register_secret(api_key)  # shown nowhere: not in views, traces or error messages
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
@@ -138,6 +140,7 @@ class HttpModel:
                 f"{self.name}: no API key. Set the environment variable {self.api_key_env} "
                 f"(e.g. with %env {self.api_key_env}=...) or pass api_key=... to resolve_model()."
             )
+        register_secret(key)  # whatever the variable's name
         return key
 
     async def _sse(

@@ -1,7 +1,7 @@
 """The provider-neutral model protocol: messages in, a stream of events out.
 
 A :class:`Model` turns a :class:`ModelRequest` (system prompt, neutral messages, tool specs and
-settings) into an async stream of :data:`ModelEvent`: :class:`TextDelta` pieces of the answer,
+settings) into an async stream of :data:`ModelEvent`: :class:`TextChunk` pieces of the answer,
 complete :class:`ToolCallPart` calls (adapters assemble the provider's fragments), one
 :class:`UsageInfo` and a final :class:`Finish`. :func:`collect` folds a stream into a
 :class:`ModelResponse`.
@@ -20,7 +20,7 @@ from kode_nb.errors import ConfigurationError
 from kode_nb.types import ContentBlock
 
 if TYPE_CHECKING:
-    from kode_nb.tools import ArgumentValidator, Tool
+    from kode_nb.tools._model import ArgumentValidator, Tool
 
 __all__ = [
     "AssistantMessage",
@@ -33,7 +33,7 @@ __all__ = [
     "ModelSettings",
     "Notice",
     "TOOL_CHOICES",
-    "TextDelta",
+    "TextChunk",
     "ToolCallPart",
     "ToolCallRequest",
     "ToolResultMessage",
@@ -110,7 +110,7 @@ class ToolSpec:
 
     @classmethod
     def from_tool(cls, tool: Tool) -> ToolSpec:
-        """The spec of a registered :class:`~kode_nb.tools.Tool` (keeps its validator)."""
+        """The spec of a registered :class:`~kode_nb.tools._model.Tool` (keeps its validator)."""
         return cls(
             name=tool.name,
             description=tool.description,
@@ -209,7 +209,7 @@ class ModelRequest:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class TextDelta:
+class TextChunk:
     """A piece of the answer text."""
 
     text: str
@@ -270,7 +270,7 @@ class Finish:
     """``"end_turn"``, ``"tool_calls"``, ``"max_tokens"``, or the provider's own reason."""
 
 
-ModelEvent: TypeAlias = Union[TextDelta, ToolCallPart, UsageInfo, Finish, Notice]
+ModelEvent: TypeAlias = Union[TextChunk, ToolCallPart, UsageInfo, Finish, Notice]
 """One item of a model's stream."""
 
 
@@ -319,7 +319,7 @@ async def collect(
     stop_reason = ""
     notices: list[str] = []
     async for event in stream:
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextChunk):
             text.append(event.text)
             if on_text is not None:
                 on_text(event.text)

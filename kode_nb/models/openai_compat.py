@@ -22,12 +22,12 @@ tools unstreamed.
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
 ``resolve_model("openai-compatible:<url>#<model>", strict=True)`` decides) each tool is offered
-with its schema rewritten by :func:`~kode_nb.schema_dialects.openai_strict_schema` (every
+with its schema rewritten by :func:`~kode_nb.tools._schema_dialects.openai_strict_schema` (every
 property required, optional ones nullable) and ``strict: true``. A tool whose schema strict mode
 cannot express (a free-form ``dict``, an untyped value) is offered as it is, without ``strict``
 (logged at INFO on ``kode_nb.models``); the other tools stay strict. A model in strict mode sends
 ``null`` for each optional argument it leaves out, so the arguments of a call to a tool that was
-offered strict go through :func:`~kode_nb.schema_dialects.drop_strict_nulls` (against the tool's
+offered strict go through :func:`~kode_nb.tools._schema_dialects.drop_strict_nulls` (against the tool's
 own schema) before the call is handed on: defaults apply, a nullable argument keeps its
 ``null``. Arguments that are not a JSON object (malformed ones too) are left as they came.
 """
@@ -54,7 +54,7 @@ from kode_nb.models.base import (
     ModelEvent,
     ModelRequest,
     Notice,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolResultMessage,
     ToolSpec,
@@ -63,7 +63,7 @@ from kode_nb.models.base import (
     check_tool_choice,
 )
 from kode_nb.models.errors import ModelProtocolError
-from kode_nb.schema_dialects import drop_strict_nulls, openai_strict_schema
+from kode_nb.tools._schema_dialects import drop_strict_nulls, openai_strict_schema
 from kode_nb.types import ImageBlock
 
 __all__ = ["OpenAIChatModel", "openai_messages", "openai_tools"]
@@ -362,7 +362,7 @@ class _StreamState:
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if isinstance(content, str) and content:
-            out.append(TextDelta(text=content))
+            out.append(TextChunk(text=content))
         for fragment in delta.get("tool_calls") or []:
             self._add_fragment(fragment)
         if choice.get("finish_reason"):
@@ -397,7 +397,7 @@ class _StreamState:
         out: list[ModelEvent] = []
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str) and content:
-            out.append(TextDelta(text=content))
+            out.append(TextChunk(text=content))
         for index, call in enumerate((message.get("tool_calls") or []) if message else []):
             if isinstance(call, dict):
                 self._add_fragment({**call, "index": index})

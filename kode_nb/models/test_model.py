@@ -34,7 +34,7 @@ from kode_nb.models.base import (
     Finish,
     ModelEvent,
     ModelRequest,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolCallRequest,
     ToolResultMessage,
@@ -78,7 +78,7 @@ def _valid(spec: ToolSpec, arguments: dict[str, object]) -> bool:
     validator = spec.validator
     try:
         if validator is None:
-            from kode_nb.raw_schema import schema_validator
+            from kode_nb.tools._raw_schema import schema_validator
 
             validator = schema_validator(spec.parameters)
         validator.validate(arguments, tool=spec.name)
@@ -140,7 +140,7 @@ class TestModel:
             return
         answer = self.text if self.text is not None else _summary(exchange)
         for piece in split_words(answer):
-            yield TextDelta(text=piece)
+            yield TextChunk(text=piece)
         yield UsageInfo(input_tokens=count_words(request), output_tokens=len(answer.split()))
         yield Finish(stop_reason="end_turn")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from kode_nb._redact import redact_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
 from kode_nb.ui.trace_html import token_text, trace_html, trace_text, usage_total
 
@@ -27,6 +28,7 @@ _CODE = "background:var(--jp-layout-color2,#f0f0f0);padding:0 3px;border-radius:
 
 def markdown_html(text: str) -> str:
     """``text`` as HTML from markdown (raw HTML in it is escaped), or escaped text."""
+    text = redact_text(text)
     try:
         import mistune
 
@@ -110,6 +112,7 @@ class StaticRunView:
         """Streamed tool output is shown in the result; nothing to do here."""
 
     def _log(self, line: str) -> None:
+        line = redact_text(line)
         self.lines.append(line)
         if self.style == "text":
             print(line)
@@ -149,8 +152,8 @@ class StaticRunView:
         line = run_summary(self.agent, self.status, self.turns, self.tokens)
         if self.result is not None:
             body = str(self.result.output) if self.result.ok else str(self.result.error)
-            return f"{line}\n{body}"
-        return f"{line}\n{self.error}" if self.error else line
+            return redact_text(f"{line}\n{body}")
+        return redact_text(f"{line}\n{self.error}") if self.error else line
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         parts = [f"<div><b>{esc(self.agent)}</b> {esc(self.status)}</div>"]

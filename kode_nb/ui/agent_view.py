@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from kode_nb._redact import redact_text
 from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
@@ -354,9 +355,11 @@ class RunView(W.VBox):  # type: ignore[misc]
     def text_summary(self) -> str:
         line = run_summary(self.agent, self.status, self.turns, self.tokens) + f" ({self.run_id})"
         if self.result is not None and self.result.ok:
-            return f"{line}\n{self.result.output}"
+            return redact_text(f"{line}\n{self.result.output}")
         if self.result is not None or self.error:
-            return f"{line}\n{self.result.error if self.result is not None else self.error}"
+            return redact_text(
+                f"{line}\n{self.result.error if self.result is not None else self.error}"
+            )
         return line
 
     def show(self) -> None:

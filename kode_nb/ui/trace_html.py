@@ -4,7 +4,7 @@ Every span is one ``<details>``: its summary line holds the kind, the name, the 
 duration and the tokens; opening it shows what the span recorded (the prompt and the answer of
 a run, the response of a model call, the arguments, result and approval events of a tool call)
 and its children, so a subagent's run nests under the tool call that ran it. The trace is
-redacted when it is recorded (:func:`kode_nb.redact`), and every value is HTML-escaped
+redacted when it is recorded (:func:`kode_nb._redact`), and every value is HTML-escaped
 here. No widgets: these strings are saved in the notebook and read by nbconvert and nbval.
 """
 
@@ -14,7 +14,6 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kode_nb.models.base import add_tokens
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
 
 if TYPE_CHECKING:
@@ -43,7 +42,12 @@ def usage_total(
     starting zeros, so a server that sends none shows unknown."""
     if first:
         return usage.input_tokens, usage.output_tokens
-    return add_tokens(tokens[0], usage.input_tokens), add_tokens(tokens[1], usage.output_tokens)
+    return _add(tokens[0], usage.input_tokens), _add(tokens[1], usage.output_tokens)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    """``a + b`` where known; ``None`` only when both are unknown."""
+    return b if a is None else a if b is None else a + b
 
 
 def span_tokens(span: Span) -> tuple[int | None, int | None] | None:
