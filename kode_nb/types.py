@@ -321,6 +321,12 @@ class ToolContext:
     """Who the call is for, where known."""
     deps: Any = None
     """Whatever the application injects (a DB handle, a client...)."""
+    executor: Any = None
+    """The :class:`~kode_nb.Executor` running this call (``None`` outside one). Anything a
+    tool runs on its caller's behalf - a subagent's calls - runs under its policy."""
+    approver: Any = None
+    """The approver this call was given (``Executor.call(approver=...)``), else ``None``: the
+    executor's own answers."""
 
     @property
     def cancelled(self) -> bool:
@@ -331,6 +337,6 @@ class ToolContext:
 
     def resolve_path(self, path: str | Path) -> Path:
         """Resolve ``path`` inside the allowed roots, or raise ``ToolPermissionError``."""
-        from kode_nb.policy import resolve_allowed_path
+        from kode_nb._paths import resolve_allowed_path
 
         return resolve_allowed_path(path, self.allowed_paths, tool=self.tool)

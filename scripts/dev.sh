@@ -218,6 +218,8 @@ cmd_test() {
     step ruff "$VENV/bin/ruff" check
     step format "$VENV/bin/ruff" format --check
     step mypy "$VENV/bin/mypy"
+    step deptry "$VENV/bin/deptry" kode_nb  # everything imported is declared, nothing unused
+    step js node --check kode_nb/ui/static/stream.js  # the widget ESM parses
     # The extension's TypeScript: tsc --noEmit (strict), eslint, prettier; then node --test on its
     # DOM-free logic (labextension/test/).
     step ts-lint bash -c 'cd labextension && jlpm lint'

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.executor import Executor, PolicyLike, RegistryLike
+from kode_nb.execution._executor import Executor, PolicyLike, RegistryLike
 from kode_nb.models.base import Model
-from kode_nb.selectors import parse_selector
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._selectors import parse_selector
 from kode_nb.types import NOT_GIVEN, NotGiven
 
 __all__ = ["NarrowedPolicy", "derive_executor", "resolve_model", "resolve_tools"]
@@ -131,13 +131,15 @@ def derive_executor(
     policy: PolicyLike | NotGiven = NOT_GIVEN,
     deps: Any = NOT_GIVEN,
     registry: RegistryLike | None = None,
+    approver: Any = None,
 ) -> Executor:
     """A new executor like ``parent`` (registry, approver, bus, limits, timeouts, user, deps),
-    with its own concurrency slots and worker threads, and ``policy``/``deps`` if given."""
+    with its own concurrency slots and worker threads, and ``policy``/``deps``/``approver`` if
+    given."""
     return Executor(
         registry if registry is not None else parent.registry,
         policy=parent.policy if isinstance(policy, NotGiven) else policy,
-        approver=parent.approver,
+        approver=parent.approver if approver is None else approver,
         bus=parent.bus,
         max_concurrency=parent.max_concurrency,
         group_limits=parent.group_limits,

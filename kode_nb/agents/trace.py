@@ -10,7 +10,7 @@ Every :meth:`Agent.run <kode_nb.agents.Agent.run>` records a :class:`Trace`::
             └── run "researcher"            the nested subagent run, and so on
     └── turn 2 ...
 
-Everything stored is passed through :func:`kode_nb.redact.redact` first, so a trace, its
+Everything stored is passed through :func:`kode_nb._redact.redact` first, so a trace, its
 JSON and its OpenTelemetry export never hold a secret.
 
 JSON schema ``kode_nb.trace/v1`` (:meth:`Trace.to_dict`)::
@@ -67,7 +67,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from kode_nb.redact import redact
+from kode_nb._redact import redact
 
 __all__ = ["SCHEMA", "Span", "SpanKind", "Trace"]
 
@@ -267,13 +267,16 @@ def _json_attr(value: Any) -> str:
 
 
 def _usage(attrs: Mapping[str, Any]) -> dict[str, int]:
+    """The known token counts (an unknown one is left out, not sent as 0)."""
     usage = attrs.get("usage")
     if not isinstance(usage, Mapping):
         return {}
-    return {
-        "gen_ai.usage.input_tokens": int(usage.get("input_tokens", 0)),
-        "gen_ai.usage.output_tokens": int(usage.get("output_tokens", 0)),
-    }
+    out = {}
+    for key in ("input_tokens", "output_tokens"):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[f"gen_ai.usage.{key}"] = value
+    return out
 
 
 def _provider(model: str) -> str:

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 from kode_nb.builtins._common import SENSITIVE_HEADERS, make_tool, redact_headers, redact_mapping
 from kode_nb.builtins._files import describe_size
 from kode_nb.errors import ConfigurationError, ToolError, ToolPermissionError, ToolTimeoutError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolContext
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ What is served, and how:
   replaced (a ``%%tool`` cell run again) or removed, connected clients get
   ``notifications/tools/list_changed`` (``tools.listChanged`` is advertised; a burst of
   changes is announced once; see :mod:`kode_nb.mcp._announce`);
-* each tool's schema and annotations via :func:`kode_nb.formats.mcp_tool` (kinds → hints),
+* each tool's schema and annotations via :func:`kode_nb.tools._formats.mcp_tool` (kinds → hints),
   and the servers it came through (``_meta``, see :mod:`kode_nb.mcp._convert`): a tool that
   came from this server itself, through a kode_nb client, is not served back;
 * every call goes through ``executor`` (default: a new :class:`~kode_nb.Executor` on the
@@ -48,14 +48,15 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from kode_nb import __version__, formats
+from kode_nb import __version__
 from kode_nb.errors import ConfigurationError
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.mcp._announce import AnnouncingServer, ToolListAnnouncer
 from kode_nb.mcp._convert import SERVED_BY, served_by, to_mcp_result
 from kode_nb.mcp._progress import ProgressThrottle
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.tools import Tool
+from kode_nb.tools import _formats as formats
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
 from kode_nb.types import normalize_name
 
 __all__ = ["McpServerHandle", "serve", "serve_stdio"]

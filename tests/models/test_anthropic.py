@@ -16,7 +16,7 @@ from kode_nb.models import (
     ModelProtocolError,
     ModelRequest,
     ModelSettings,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolCallRequest,
     ToolResultMessage,
@@ -29,7 +29,7 @@ from kode_nb.models import (
 from kode_nb.models.base import ModelEvent
 from kode_nb.types import ImageBlock, JsonBlock, TextBlock
 
-from ._mock import MockServer, drain, dropped, error, sse
+from ._mock import MockServer, drain, dropped, error, payload, sse
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +69,7 @@ async def test_text_stream_headers_and_body() -> None:
     server = MockServer(sse("anthropic_text.txt"))
     async with server.client() as client:
         out = await events(model(client), request(tools=(WEATHER,), temperature=0.5))
-    assert [e.text for e in out if isinstance(e, TextDelta)] == ["Hello", "! How can", " I help?"]
+    assert [e.text for e in out if isinstance(e, TextChunk)] == ["Hello", "! How can", " I help?"]
     assert out[-2:] == [
         UsageInfo(input_tokens=472, output_tokens=15),
         Finish(stop_reason="end_turn"),
@@ -113,8 +113,8 @@ async def test_tool_use_assembled_from_input_json_deltas() -> None:
     # the text comes first, each call as soon as its block stops
     kinds = [type(e).__name__ for e in out]
     assert kinds == [
-        "TextDelta",
-        "TextDelta",
+        "TextChunk",
+        "TextChunk",
         "ToolCallPart",
         "ToolCallPart",
         "UsageInfo",
@@ -207,7 +207,7 @@ async def test_stream_cut_before_message_stop() -> None:
     async with server.client() as client:
         with pytest.raises(ModelProtocolError, match="ended before 'message_stop'"):
             await drain(model(client).stream(request()), seen)
-    assert seen == [TextDelta(text="Once upon")]
+    assert seen == [TextChunk(text="Once upon")]
     assert len(server.requests) == 1
 
 
@@ -278,3 +278,32 @@ async def test_malformed_events(data: str, match: str) -> None:
     async with server.client() as client:
         with pytest.raises(ModelProtocolError, match=match):
             await events(model(client), request())
+
+
+async def test_a_whole_json_answer_is_read_like_a_stream() -> None:
+    import httpx
+
+    from kode_nb.models import AnthropicModel, ModelRequest, ToolSpec, UserMessage, collect
+
+    reply = httpx.Response(
+        200,
+        content=payload("anthropic_whole.json"),
+        headers={"content-type": "application/json"},
+    )
+    server = MockServer(reply)
+    spec = ToolSpec(name="get_weather", description="w", parameters={"type": "object"})
+    async with server.client() as client:
+        model = AnthropicModel(
+            "claude-sonnet-4-5", api_key="sk-ant-test-123456", http_client=client
+        )
+        response = await collect(
+            model.stream(
+                ModelRequest(system="", messages=(UserMessage(content="hi"),), tools=(spec,))
+            )
+        )
+    assert response.text == "Let me check."
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("get_weather", '{"city": "Paris"}')
+    ]
+    assert response.stop_reason == "tool_calls"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (412, 58)

@@ -1,0 +1,117 @@
+"""Per-tool call statistics kept by the registry: counts, failures, mean and p95 duration.
+
+Recording a call is the executor's hot path, so it takes no lock: the duration is appended to
+the tool's inbox (``deque.append`` is atomic), and the inbox is folded into the counts under the
+registry's lock when it fills up or when stats are read. The mean covers every call; the p95
+(nearest rank) covers the last :data:`STATS_WINDOW` calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["STATS_WINDOW", "CallCounter", "RegistryStats", "ToolStats"]
+
+STATS_WINDOW = 1024
+"""How many recent durations each tool keeps for its p95."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolStats:
+    """Call statistics of one tool."""
+
+    name: str
+    """The tool's name."""
+    calls: int = 0
+    """Finished calls (successful or not)."""
+    failures: int = 0
+    """Calls that ended in an error result."""
+    mean: float = 0.0
+    """Mean duration over all calls, in seconds."""
+    p95: float = 0.0
+    """95th percentile duration (nearest rank) over the last 1024 calls, in seconds."""
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failures / self.calls if self.calls else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegistryStats(Mapping[str, ToolStats]):
+    """Registry summary; also a mapping of tool name -> ToolStats."""
+
+    total: int
+    """Number of registered tools."""
+    by_category: dict[str, int]
+    """Tool counts per category (only categories in use)."""
+    by_kind: dict[str, int]
+    """Tool counts per kind (only kinds in use)."""
+    tools: dict[str, ToolStats] = field(default_factory=dict)
+    """Per-tool stats, by tool name."""
+
+    @property
+    def calls(self) -> int:
+        """Calls over all tools."""
+        return sum(s.calls for s in self.tools.values())
+
+    @property
+    def failures(self) -> int:
+        """Failed calls over all tools."""
+        return sum(s.failures for s in self.tools.values())
+
+    def __getitem__(self, name: str) -> ToolStats:
+        return self.tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+
+class CallCounter:
+    """Counters of one tool: :meth:`add` from any thread; the rest under the registry's lock."""
+
+    __slots__ = ("calls", "failures", "inbox", "total", "window")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.failures = 0
+        self.total = 0.0
+        self.window: deque[float] = deque(maxlen=STATS_WINDOW)
+        self.inbox: deque[tuple[float, bool]] = deque()
+        """Calls recorded but not yet counted: ``(duration, failed)``."""
+
+    def add(self, duration: float, failed: bool) -> bool:
+        """Record one call (thread-safe, no lock); True when the inbox should be settled."""
+        inbox = self.inbox
+        inbox.append((duration, failed))
+        return len(inbox) >= _INBOX_LIMIT
+
+    def settle(self) -> None:
+        """Fold the inbox into the counts (call with the registry's lock held)."""
+        inbox = self.inbox
+        while inbox:
+            duration, failed = inbox.popleft()
+            self.calls += 1
+            self.total += duration
+            self.window.append(duration)
+            if failed:
+                self.failures += 1
+
+    def snapshot(self, name: str) -> ToolStats:
+        """The stats so far (call with the registry's lock held)."""
+        self.settle()
+        if not self.calls:
+            return ToolStats(name=name)
+        ordered = sorted(self.window)
+        p95 = ordered[max(math.ceil(0.95 * len(ordered)), 1) - 1]
+        mean = self.total / self.calls
+        return ToolStats(name=name, calls=self.calls, failures=self.failures, mean=mean, p95=p95)
+
+
+_INBOX_LIMIT = 256
+"""Recorded calls a counter's inbox holds before the recorder settles it."""
