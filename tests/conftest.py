@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import kode_nb._redact
 import kode_nb.tools._registry
 from kode_nb.tools._registry import ToolRegistry, use_registry
 
@@ -40,6 +41,14 @@ def _isolated_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToolRegistry
     monkeypatch.setattr(kode_nb.tools._registry, "_process_registry", reg)
     with use_registry(reg):
         yield reg
+
+
+@pytest.fixture(autouse=True)
+def _isolated_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets registered by one test (model API keys, ``register_secret``) stay in that test:
+    a known secret makes the stream coalescer hold back text that could begin it."""
+    monkeypatch.setattr(kode_nb._redact, "_registered", set())
+    monkeypatch.setattr(kode_nb._redact, "_registered_sorted", [])
 
 
 @pytest.fixture
