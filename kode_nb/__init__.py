@@ -28,10 +28,12 @@ _EXPORTS: dict[str, str] = {
     "EventBus": "kode_nb.events",
     "Executor": "kode_nb.executor",
     "ImageBlock": "kode_nb.types",
+    "Inbox": "kode_nb.many.inbox",
     "JsonBlock": "kode_nb.types",
     "JsonlAuditLog": "kode_nb.events",
     "KodeError": "kode_nb.errors",
     "KodeUsageError": "kode_nb.errors",
+    "ManyRun": "kode_nb.many.core",
     "NOT_GIVEN": "kode_nb.types",
     "Policy": "kode_nb.policy",
     "TextBlock": "kode_nb.types",
@@ -51,12 +53,15 @@ _EXPORTS: dict[str, str] = {
     "ToolTimeoutError": "kode_nb.errors",
     "ToolValidationError": "kode_nb.errors",
     "approve": "kode_nb.approval",
+    "compare": "kode_nb.many.compare",
     "default_registry": "kode_nb.registry",
     "define_tool": "kode_nb.define",
     "deny": "kode_nb.approval",
     "register_subagent": "kode_nb.agents.subagent",
+    "run_many": "kode_nb.many.core",
     "tool": "kode_nb.define",
     "use_registry": "kode_nb.registry",
+    "variant": "kode_nb.many.compare",
 }
 
 __all__ = [
@@ -75,10 +80,12 @@ __all__ = [
     "EventBus",
     "Executor",
     "ImageBlock",
+    "Inbox",
     "JsonBlock",
     "JsonlAuditLog",
     "KodeError",
     "KodeUsageError",
+    "ManyRun",
     "NOT_GIVEN",
     "Policy",
     "TextBlock",
@@ -98,12 +105,15 @@ __all__ = [
     "ToolTimeoutError",
     "ToolValidationError",
     "approve",
+    "compare",
     "default_registry",
     "define_tool",
     "deny",
     "register_subagent",
+    "run_many",
     "tool",
     "use_registry",
+    "variant",
 ]
 
 if TYPE_CHECKING:
@@ -196,6 +206,21 @@ if TYPE_CHECKING:
     )
     from kode_nb.executor import (
         ToolCall as ToolCall,
+    )
+    from kode_nb.many.compare import (
+        compare as compare,
+    )
+    from kode_nb.many.compare import (
+        variant as variant,
+    )
+    from kode_nb.many.core import (
+        ManyRun as ManyRun,
+    )
+    from kode_nb.many.core import (
+        run_many as run_many,
+    )
+    from kode_nb.many.inbox import (
+        Inbox as Inbox,
     )
     from kode_nb.policy import (
         Policy as Policy,

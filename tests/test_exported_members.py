@@ -178,7 +178,14 @@ def test_every_public_module_is_classified() -> None:
 
 
 # Subpackage modules whose main classes are re-exported from kode_nb (lazily).
-SUBPACKAGE_EXPORTERS = ["kode_nb.agents.loop", "kode_nb.agents.result", "kode_nb.agents.subagent"]
+SUBPACKAGE_EXPORTERS = [
+    "kode_nb.agents.loop",
+    "kode_nb.agents.result",
+    "kode_nb.agents.subagent",
+    "kode_nb.many.compare",
+    "kode_nb.many.core",
+    "kode_nb.many.inbox",
+]
 
 
 def test_only_core_modules_are_exported_from() -> None:

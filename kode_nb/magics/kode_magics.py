@@ -278,6 +278,10 @@ class KodeMagics(Magics):
 
         assert self.shell is not None
         if cell is None:
+            from kode_nb.magics import many_magic
+
+            if many_magic.wants_over(line):  # %agent NAME --over VAR: one run per row
+                return many_magic.agent_over(self.session, self.shell, line)  # type: ignore[return-value]
             return agent_magics.agent_line(self.session, self.shell, line)
         agent_magics.agent_cell(self.session, self.shell, line, cell)
         return None

@@ -25,7 +25,9 @@ from kode_nb.many.target import Target, as_target
 __all__ = ["Comparison", "compare", "variant"]
 
 
-def variant(agent_or_tool: Any, *, model: Any = None, prompt: Any = None, label: str = "") -> Target:
+def variant(
+    agent_or_tool: Any, *, model: Any = None, prompt: Any = None, label: str = ""
+) -> Target:
     """``agent_or_tool`` with another model or prompt (for :func:`compare`)."""
     return as_target(agent_or_tool, model=model, prompt=prompt, label=label)
 

@@ -273,7 +273,11 @@ def _prepare(
     prices: Prices | None,
     registry: Any,
 ) -> ManyRun:
-    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+    if (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or max_concurrency < 1
+    ):
         raise ConfigurationError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
     target = as_target(agent_or_tool, prompt=prompt, model=model, label=label, registry=registry)
     rows = normalize_inputs(inputs)
@@ -345,7 +349,7 @@ async def arun_many(agent_or_tool: Any, inputs: Any, **options: Any) -> ManyRun:
 
 
 async def _run_to_end(batch: ManyRun) -> None:
-    batch.task = asyncio.current_task()  # type: ignore[assignment]
+    batch.task = asyncio.current_task()
     await batch._main()
 
 

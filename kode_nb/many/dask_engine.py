@@ -16,6 +16,7 @@ with status ``worker_lost`` and Dask's message. Other rows are not affected.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import secrets
 import threading
@@ -112,7 +113,7 @@ class DaskEngine:
         done: asyncio.Future[None] = loop.create_future()
 
         def finished(_: Any) -> None:
-            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+            loop.call_soon_threadsafe(_settle, done)
 
         fut.add_done_callback(finished)
         try:
@@ -187,6 +188,11 @@ class DaskEngine:
         return f"DaskEngine({self.client!r})"
 
 
+def _settle(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
+
+
 # ------------------------------------------------------------------ on the worker
 
 
@@ -218,10 +224,8 @@ class _RelayApprover:
         except Exception:
             return deny(f"no answer from the notebook within {self.timeout:g} s", by="dask relay")
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 variable.delete()
-            except Exception:
-                pass
         if answer.get("approved"):
             return approve(by="inbox")
         return deny(answer.get("reason"), by="inbox")

@@ -57,8 +57,10 @@ def results_frame(batch: ManyRun, *, finished_only: bool = False) -> Any:
     pd = import_pandas()
     records = result_records(batch, finished_only=finished_only)
     index = [i for i, r in enumerate(batch.results) if r is not None or not finished_only]
-    return pd.DataFrame.from_records(records, index=index) if records else pd.DataFrame(
-        columns=[*{k for r in batch.rows for k in r}, *RESULT_COLUMNS]
+    return (
+        pd.DataFrame.from_records(records, index=index)
+        if records
+        else pd.DataFrame(columns=[*{k for r in batch.rows for k in r}, *RESULT_COLUMNS])
     )
 
 

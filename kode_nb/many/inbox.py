@@ -65,9 +65,7 @@ class Rule:
 class Inbox:
     """The approver shared by all runs of :func:`~kode_nb.many.run_many`."""
 
-    def __init__(
-        self, policy: Callable[[ApprovalRequest, int | None], Any] | None = None
-    ) -> None:
+    def __init__(self, policy: Callable[[ApprovalRequest, int | None], Any] | None = None) -> None:
         self.policy = policy
         self.rules: list[Rule] = []
         """Remembered "all matching" answers, applied to requests as they arrive."""
@@ -100,7 +98,6 @@ class Inbox:
     ) -> ApprovalDecision:
         """Park a request (or answer it by policy or a remembered rule) and wait."""
         if self.policy is not None:
-    
             req = request or ApprovalRequest(tool=tool, kind=kind, arguments=arguments, call_id="")
             answer = self.policy(req, row)
             if answer is not None:
@@ -111,7 +108,11 @@ class Inbox:
             if rule.matches(tool, arguments):
                 self._count(rule.approved)
                 self._changed()
-                return approve(by="inbox rule") if rule.approved else deny(rule.reason, by="inbox rule")
+                return (
+                    approve(by="inbox rule")
+                    if rule.approved
+                    else deny(rule.reason, by="inbox rule")
+                )
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         with self._lock:
             item = Pending(id=next(self._ids), row=row, tool=tool, kind=kind,

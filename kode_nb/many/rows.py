@@ -7,6 +7,7 @@ JSON-shaped dicts. :func:`row_key` hashes one row for the cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -92,10 +93,8 @@ def _plain(value: Any) -> Any:
     """numpy/pandas scalars to Python; NaN to None."""
     item = getattr(value, "item", None)
     if callable(item) and not isinstance(value, (str, bytes)):
-        try:
+        with contextlib.suppress(TypeError, ValueError):
             value = item()
-        except (TypeError, ValueError):
-            pass
     if isinstance(value, float) and math.isnan(value):
         return None
     return value

@@ -55,7 +55,9 @@ async def run_row(
     return result
 
 
-def _executor(target: Target, approver: Any, max_concurrency: int | None, policy: Any = None) -> Any:
+def _executor(
+    target: Target, approver: Any, max_concurrency: int | None, policy: Any = None
+) -> Any:
     from kode_nb.executor import Executor
     from kode_nb.registry import ToolRegistry
 

@@ -77,7 +77,9 @@ class Target:
             "tools": tools,
             "max_turns": self.max_turns,
             "time_limit": self.time_limit,
-            "settings": asdict(self.settings) if is_dataclass(self.settings) else None,
+            "settings": asdict(self.settings)
+            if is_dataclass(self.settings) and not isinstance(self.settings, type)
+            else None,
             "output_model": _schema_of(self.output_model),
             "definition": _definition_identity(self.definition),
             "extra": dict(self.extra),
@@ -227,7 +229,11 @@ def model_identity(model: Any) -> Any:
 
 def _callable_identity(fn: Any) -> str:
     code = getattr(fn, "__code__", None)
-    digest = hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:12] if code else ""
+    digest = (
+        hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:12]
+        if code
+        else ""
+    )
     return f"{getattr(fn, '__qualname__', type(fn).__name__)}:{digest}"
 
 
