@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pandas as pd
 import pytest
 from many_helpers import square_agent
@@ -40,9 +41,10 @@ async def test_each_row_is_its_own_run_with_its_own_trace(tmp_path: Path) -> Non
     assert len({t.trace_id for t in traces}) == 3
     tool_spans = [s for s in traces[1].spans() if s.kind == "tool_call"]
     assert tool_spans[0].attributes["arguments"] == {"x": 2}
-    saved = json.loads(Path(df["trace"][2]).read_text())
+    saved = json.loads(await anyio.Path(df["trace"][2]).read_text())
     assert saved["trace"]["schema"] == "kode_nb.trace/v1"
-    assert h.progress.done == 3 and h.progress.failed == 0
+    assert h.progress.done == 3
+    assert h.progress.failed == 0
 
 
 async def test_a_dataframe_and_strings_are_inputs_too(tmp_path: Path) -> None:
@@ -50,7 +52,8 @@ async def test_a_dataframe_and_strings_are_inputs_too(tmp_path: Path) -> None:
     df = await run_many(square_agent(), frame, prompt=lambda row: f"square {row['n']}", cache=False)
     assert list(df["output"]) == ["squared: 16", "squared: 25"]
     df = await run_many(square_agent(), ["square 6"], cache=False)
-    assert df["prompt"][0] == "square 6" and df["output"][0] == "squared: 36"
+    assert df["prompt"][0] == "square 6"
+    assert df["output"][0] == "squared: 36"
 
 
 async def test_failures_stay_in_their_row(tmp_path: Path) -> None:
@@ -76,7 +79,8 @@ async def test_a_rerun_runs_only_what_is_missing_or_failed(tmp_path: Path) -> No
     df = await h
     assert sorted(calls) == [1, 2, 4]  # 1 and 2 came from the cache; the failed row ran again
     assert list(df["cached"]) == [True, True, False, False]
-    assert h.progress.cached == 2 and h.progress.failed == 1
+    assert h.progress.cached == 2
+    assert h.progress.failed == 1
     # another definition (another prompt template) is another cache entry
     await run_many(agent, [{"n": 1}], prompt="square   {n}", cache=tmp_path)
     assert sorted(calls) == [1, 1, 2, 4]
@@ -91,7 +95,8 @@ async def test_a_corrupt_cache_entry_runs_again(tmp_path: Path) -> None:
     assert path is not None
     path.write_text("{not json")
     df = await run_many(agent, _prompts(7), prompt="square {n}", cache=tmp_path)
-    assert calls == [7, 7] and df["output"][0] == "squared: 49"
+    assert calls == [7, 7]
+    assert df["output"][0] == "squared: 49"
     assert json.loads(path.read_text())["status"] == "completed"  # rewritten whole
     cache = RunCache(tmp_path, as_target(agent, prompt="square {n}").key())
     assert cache.clear() == 1
@@ -158,7 +163,8 @@ async def test_cancel_keeps_what_finished(tmp_path: Path) -> None:
     calls: list[int] = []
     df = await run_many(square_agent(calls, kind="edit"), _prompts(1, 2, 3), prompt="square {n}",
                         cache=tmp_path, policy=lambda request, row: True)  # fmt: skip
-    assert list(df["cached"]) == [False, True, False] and sorted(calls) == [1, 3]
+    assert list(df["cached"]) == [False, True, False]
+    assert sorted(calls) == [1, 3]
 
 
 async def test_compare_two_models_side_by_side() -> None:
@@ -177,7 +183,8 @@ async def test_compare_two_models_side_by_side() -> None:
     assert list(df.columns) == ["n", "output[a]", "status[a]", "output[b]", "status[b]", "same"]
     assert list(df["same"]) == [True, False, True]
     diff = c.differences()
-    assert list(diff["n"]) == [2] and diff["output[b]"].iloc[0] == "SQUARED"
+    assert list(diff["n"]) == [2]
+    assert diff["output[b]"].iloc[0] == "SQUARED"
 
 
 async def test_tools_and_subagents_take_the_row_as_inputs(registry: Any, tmp_path: Path) -> None:
@@ -190,7 +197,8 @@ async def test_tools_and_subagents_take_the_row_as_inputs(registry: Any, tmp_pat
     tool = define_tool(add)
     df = await run_many(tool, [{"a": 1, "b": 2}, {"a": 1, "b": 0}, {"a": "x", "b": 1}], cache=False)
     assert list(df["status"]) == ["ok", "error", "invalid_arguments"]
-    assert df["output"][0] == "3" and "b must not be 0" in df["error"][1]
+    assert df["output"][0] == "3"
+    assert "b must not be 0" in df["error"][1]
 
     def reader() -> ScriptedModel:
         return ScriptedModel([call("add", a=2, b=3), lambda r: "the sum is 5"])
@@ -223,4 +231,5 @@ async def test_bad_arguments_are_clear_errors() -> None:
 
 def test_outside_an_event_loop_it_runs_to_the_end(tmp_path: Path) -> None:
     h = run_many(square_agent(), _prompts(3), prompt="square {n}", cache=tmp_path)
-    assert h.done() and h.frame()["output"][0] == "squared: 9"
+    assert h.done()
+    assert h.frame()["output"][0] == "squared: 9"
