@@ -9,8 +9,10 @@ the batch carries requests to a relay task in the notebook, which parks them in 
 named after the request. A worker waits at most ``approval_timeout`` seconds, then denies.
 
 A worker process that dies mid-row: the scheduler runs the row again on another worker (up
-to ``distributed.scheduler.allowed-failures`` times, 3 by default); past that the row ends
-with status ``worker_lost`` and Dask's message. Other rows are not affected.
+to ``distributed.scheduler.allowed-failures`` times, 3 by default); when Dask gives up
+(``KilledWorker``) the engine submits the row again, ``retries`` times (default 1); past that
+the row ends with status ``worker_lost`` and Dask's message. Other rows are not affected (a
+row that was running beside the dying one is retried the same way).
 """
 
 from __future__ import annotations
@@ -103,6 +105,15 @@ class DaskEngine:
         self._relay = asyncio.get_running_loop().create_task(self._relay_loop())
 
     async def run(self, index: int, row: Mapping[str, Any]) -> RowResult:
+        attempts = 0
+        while True:
+            attempts += 1
+            result = await self._attempt(index, row)
+            if result.status != "worker_lost" or attempts > self.retries:
+                result.attempts = attempts
+                return result
+
+    async def _attempt(self, index: int, row: Mapping[str, Any]) -> RowResult:
         client = self.client
         fut = client.submit(
             _dask_row, self._payload, self._digest, index, dict(row), self._channel,
@@ -118,6 +129,10 @@ class DaskEngine:
         fut.add_done_callback(finished)
         try:
             await done
+            # a worker's death may report the future done ("lost") before the scheduler has
+            # run the row again: wait for a final state
+            while fut.status not in ("finished", "error", "cancelled"):
+                await asyncio.sleep(0.05)
         except asyncio.CancelledError:
             fut.cancel()
             raise
@@ -127,13 +142,13 @@ class DaskEngine:
             exc = fut.exception()
         except Exception as err:  # cancelled on the cluster
             exc = err
-        lost = type(exc).__name__ == "KilledWorker"
-        return RowResult(
-            index=index, status="worker_lost" if lost else "error",
-            error=(f"the Dask worker running this row died and the row was retried until "
-                   f"Dask gave up: {exc}" if lost else f"{type(exc).__name__}: {exc}"),
-            worker="dask", attempts=int(getattr(exc, "allowed_failures", 0) or 0) + 1 if lost else 1,
-        )  # fmt: skip
+        if type(exc).__name__ == "KilledWorker":
+            return RowResult(
+                index=index, status="worker_lost", worker="dask",
+                error=f"the Dask worker running this row died, {self.retries + 1} time(s) "
+                      f"after Dask's own retries: {exc}",
+            )  # fmt: skip
+        return RowResult(index=index, status="error", error=f"{type(exc).__name__}: {exc}")
 
     async def close(self) -> None:
         self._closing = True
@@ -201,8 +216,11 @@ class _RelayApprover:
 
     def __init__(self, client: Any, channel: str, timeout: float) -> None:
         self.client, self.channel, self.timeout = client, channel, timeout
+        self._waiting = 0
 
     async def __call__(self, request: Any) -> Any:
+        import distributed
+
         from kode_nb.many.runner import CURRENT_ROW
 
         msg = {
@@ -210,7 +228,17 @@ class _RelayApprover:
             "arguments": dict(request.arguments), "reason": request.reason,
             "reply": f"{self.channel}-{secrets.token_hex(6)}",
         }  # fmt: skip
-        return await asyncio.to_thread(self._ask, msg)
+        # This row's loop runs in the task's thread: leave the worker's thread pool while a
+        # person decides, so a worker's threads are not all held by rows waiting for answers.
+        if self._waiting == 0:
+            distributed.secede()
+        self._waiting += 1
+        try:
+            return await asyncio.to_thread(self._ask, msg)
+        finally:
+            self._waiting -= 1
+            if self._waiting == 0:
+                distributed.rejoin()
 
     def _ask(self, msg: dict[str, Any]) -> Any:
         import distributed
