@@ -272,6 +272,7 @@ def _prepare(
     policy: Any,
     prices: Prices | None,
     registry: Any,
+    retries: int,
 ) -> ManyRun:
     if (
         isinstance(max_concurrency, bool)
@@ -286,7 +287,7 @@ def _prepare(
         root = DEFAULT_CACHE_DIR if cache is True else Path(cache)
         store = RunCache(root, target.key())
     return ManyRun(
-        target, rows, engine=make_engine(engine), inbox=inbox or Inbox(policy),
+        target, rows, engine=make_engine(engine, retries=retries), inbox=inbox or Inbox(policy),
         cache=store, max_concurrency=max_concurrency, prices=prices,
     )  # fmt: skip
 
@@ -305,6 +306,7 @@ def run_many(
     policy: Any = None,
     prices: Prices | None = None,
     registry: Any = None,
+    retries: int = 1,
     show: bool | None = None,
 ) -> ManyRun:
     """Run ``agent_or_tool`` once per input; see the module docstring.
@@ -317,12 +319,13 @@ def run_many(
     ``.kode_nb/runs`` in the working directory), a folder, or ``False``. ``inbox``/``policy``:
     the approval inbox to use, or a policy that pre-answers (``fn(request, row)``). ``prices``:
     model name -> (per million input tokens, per million output tokens), for the cost column.
+    ``retries``: on Dask and Ray, how many times a row whose worker died is run again.
     ``show``: display the live view (default: when running in a Jupyter kernel).
     """
     batch = _prepare(
         agent_or_tool, inputs, max_concurrency=max_concurrency, engine=engine, prompt=prompt,
         model=model, label=label, cache=cache, inbox=inbox, policy=policy, prices=prices,
-        registry=registry,
+        registry=registry, retries=retries,
     )  # fmt: skip
     try:
         loop = asyncio.get_running_loop()
