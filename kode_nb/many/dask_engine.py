@@ -131,7 +131,7 @@ class DaskEngine:
             await done
             # a worker's death may report the future done ("lost") before the scheduler has
             # run the row again: wait for a final state
-            while fut.status not in ("finished", "error", "cancelled"):
+            while fut.status not in ("finished", "error", "cancelled"):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
         except asyncio.CancelledError:
             fut.cancel()
