@@ -101,6 +101,7 @@ class ManyRun:
         self.status = "pending"
         """``pending``, ``running``, ``finished`` or ``cancelled``."""
         self._listeners: list[Callable[[], None]] = []
+        self._awaited: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[None]] = []
         inbox.on_change(self._inbox_changed)
 
@@ -190,6 +191,23 @@ class ManyRun:
     def done(self) -> bool:
         return self.status in ("finished", "cancelled")
 
+    def stalled(self) -> bool:
+        """Whether every running row waits for an approval (nothing moves until one is given)."""
+        rows = {p.row for p in self.inbox.pending()}
+        return self.progress.running > 0 and len(rows) >= self.progress.running
+
+    async def until_stalled(self, timeout: float | None = None) -> bool:
+        """Wait until :meth:`stalled` (True) or the batch ends (False)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while not self.done():
+            if self.stalled():
+                return True
+            if deadline is not None and loop.time() >= deadline:
+                raise TimeoutError(f"the batch did not stall within {timeout} s")
+            await asyncio.sleep(0.02)
+        return False
+
     def __await__(self) -> Any:
         return self._wait().__await__()
 
@@ -201,6 +219,11 @@ class ManyRun:
                 if not self.task.done():
                     self.cancel("interrupted while awaited")
                     raise
+        for fn in list(self._awaited):
+            try:
+                fn()
+            except Exception:
+                continue
         if self.task is not None and self.task.done() and not self.task.cancelled():
             exc = self.task.exception()
             if exc is not None:
@@ -232,7 +255,13 @@ class ManyRun:
     # ------------------------------------------------------------ listening
 
     def on_change(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` after every change of progress, results or the inbox."""
         self._listeners.append(fn)
+
+    def on_awaited(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` in the code that awaits the batch, once it has ended (a view
+        publishes its final state there, as output of the awaiting cell)."""
+        self._awaited.append(fn)
 
     def _inbox_changed(self) -> None:
         self.progress.waiting = len(self.inbox.pending())

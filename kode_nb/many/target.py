@@ -228,13 +228,21 @@ def model_identity(model: Any) -> Any:
 
 
 def _callable_identity(fn: Any) -> str:
+    """A function's name and a digest of its code (nested functions included; no addresses,
+    so it is the same in every process)."""
     code = getattr(fn, "__code__", None)
-    digest = (
-        hashlib.sha256(code.co_code + repr(code.co_consts).encode()).hexdigest()[:12]
-        if code
-        else ""
-    )
+    digest = _code_digest(code).hexdigest()[:12] if code is not None else ""
     return f"{getattr(fn, '__qualname__', type(fn).__name__)}:{digest}"
+
+
+def _code_digest(code: Any) -> Any:
+    h = hashlib.sha256(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        h.update(
+            _code_digest(const).digest() if hasattr(const, "co_code") else repr(const).encode()
+        )
+    return h
 
 
 def _schema_of(model: Any) -> Any:

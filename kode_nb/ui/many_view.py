@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kode_nb.many.core import ManyRun
-    from kode_nb.many.inbox import Pending
+    from kode_nb.many.inbox import Inbox, Pending
 
-__all__ = ["ManyView", "record_bundle", "show"]
+__all__ = ["ManyView", "inbox_bundle", "record_bundle", "show"]
 
 TABLE_ROWS = 20
 """Rows the static record lists (the DataFrame has them all)."""
@@ -126,6 +126,42 @@ def record_bundle(batch: ManyRun) -> dict[str, Any]:
         "text/html": record_html(batch, record),
         "text/plain": summary_text(batch),
     }
+
+
+def inbox_bundle(inbox: Inbox) -> dict[str, Any]:
+    """A static view of an inbox: what waits (row, tool, arguments) and the answers so far."""
+    pending = inbox.pending()
+    c = inbox.counts
+    title = (
+        f"Approval inbox: {len(pending)} waiting; {c['approved']} approved, {c['denied']} "
+        f"denied, {c['by_policy']} by policy"
+    )
+    rows = [
+        {"id": p.id, "row": p.row, "tool": p.tool, "arguments": _short(dict(p.arguments), 80)}
+        for p in pending
+    ]
+    record = {
+        "schema": "kode_nb.table/v1", "title": title,
+        "columns": [
+            {"key": "id", "label": "#", "align": "right"},
+            {"key": "row", "label": "row", "align": "right"},
+            {"key": "tool", "label": "tool", "align": "left"},
+            {"key": "arguments", "label": "arguments", "align": "left"},
+        ],
+        "rows": rows, "empty": "nothing waits for approval", "note": None,
+    }  # fmt: skip
+    body = "".join(
+        f"<tr><td>{r['id']}</td><td>{r['row']}</td><td><code>{escape(str(r['tool']))}</code></td>"
+        f"<td><code>{escape(str(r['arguments']))}</code></td></tr>"
+        for r in rows
+    )
+    html = (
+        f"<details open><summary><b>{escape(title)}</b></summary><table><thead><tr><th>#</th>"
+        f"<th>row</th><th>tool</th><th>arguments</th></tr></thead><tbody>{body}</tbody></table>"
+        "</details>"
+    )
+    text = "\n".join([title, *(p.summary() for p in pending)])
+    return {"application/vnd.kode-nb.table+json": record, "text/html": html, "text/plain": text}
 
 
 def _live_text(batch: ManyRun) -> str:
@@ -248,12 +284,24 @@ def show(batch: ManyRun) -> None:
         handle = display_in_cell(_Record(batch))
         if handle is not None and not batch.done() and batch.task is not None:
             batch.task.add_done_callback(lambda _: handle.update(record_bundle(batch), raw=True))
+            batch.on_awaited(lambda: _publish_final(batch, handle.display_id))
         elif handle is None:
             display(_Record(batch))
         return
     view = ManyView(batch)
     view.display_handle = display_in_cell(view)
     batch.task.add_done_callback(lambda _: view.finish())
+    if view.display_handle is not None:
+        batch.on_awaited(lambda: _publish_final(batch, view.display_handle.display_id))
+
+
+def _publish_final(batch: ManyRun, display_id: str) -> None:
+    """The final record again, as output of the cell that awaits the batch (a later cell):
+    front ends update every copy of ``display_id``; nbclient, which only reads the outputs of
+    the cell it runs, saves it."""
+    from IPython.display import update_display
+
+    update_display(record_bundle(batch), display_id=display_id, raw=True)
 
 
 class _Record:
