@@ -243,7 +243,9 @@ class ManyRun:
         from kode_nb.agents.trace import Trace
 
         result = self.results[index]
-        return Trace.from_dict(result.trace) if result and result.trace else None
+        if result is None or result.trace is None:
+            return None
+        return result.trace if isinstance(result.trace, Trace) else Trace.from_dict(result.trace)
 
     def trace_path(self, index: int) -> Path | None:
         """The cache file holding row ``index`` (its trace included), when cached."""

@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from kode_nb.errors import ConfigurationError
 from kode_nb.many.inbox import Inbox
 from kode_nb.many.rows import RowResult
-from kode_nb.many.runner import Prices, run_row
+from kode_nb.many.runner import Prices, make_executor, run_row
 from kode_nb.many.target import Target
 
 __all__ = ["Engine", "LocalEngine", "make_engine"]
@@ -55,20 +55,26 @@ class LocalEngine:
         self._target: Target | None = None
         self._inbox: Inbox | None = None
         self._prices: Prices | None = None
+        self._executor: Any = None
 
     async def start(self, target: Target, inbox: Inbox, prices: Prices | None) -> None:
         self._target, self._inbox, self._prices = target, inbox, prices
+        # one executor for every row: tool calls run in parallel as far as the rows do
+        self._executor = make_executor(target, inbox, None)
 
     async def run(self, index: int, row: Mapping[str, Any]) -> RowResult:
         if self._target is None:
             raise RuntimeError("LocalEngine.run before start")
         return await run_row(
             self._target, index, row, approver=self._inbox, prices=self._prices,
-            max_concurrency=self.tool_concurrency,
+            max_concurrency=self.tool_concurrency, executor=self._executor,
         )  # fmt: skip
 
     async def close(self) -> None:
         self._target = None
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
 
     def __repr__(self) -> str:
         return "LocalEngine()"

@@ -43,8 +43,9 @@ class RowResult:
     """In the currency of the ``prices`` given to run_many; ``None`` when unknown."""
     duration: float | None = None
     """Seconds the run took (on its worker)."""
-    trace: dict[str, Any] | None = None
-    """The run's trace (``kode_nb.trace/v1``)."""
+    trace: Any = None
+    """The run's trace: a :class:`~kode_nb.agents.Trace`, or its ``kode_nb.trace/v1`` dict
+    (after caching or travelling); :meth:`trace_dict` gives the dict either way."""
     attempts: int = 1
     """How many times the row was started (a lost worker makes it retry)."""
     worker: str | None = None
@@ -56,8 +57,19 @@ class RowResult:
     def ok(self) -> bool:
         return self.status in OK_STATUSES
 
+    def trace_dict(self) -> dict[str, Any] | None:
+        trace = self.trace
+        return trace.to_dict() if hasattr(trace, "to_dict") else trace  # type: ignore[no-any-return]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-shaped (the trace as its dict)."""
+        trace, self.trace = self.trace, None
+        try:
+            data = asdict(self)
+        finally:
+            self.trace = trace
+        data["trace"] = self.trace_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RowResult:

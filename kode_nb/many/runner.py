@@ -36,15 +36,19 @@ async def run_row(
     prices: Prices | None = None,
     worker: str = "local",
     max_concurrency: int | None = 3,
+    executor: Any = None,
 ) -> RowResult:
-    """Run ``target`` on ``row``; see the module docstring."""
+    """Run ``target`` on ``row``; see the module docstring. ``executor``: one made by
+    :func:`make_executor` to share between rows (else each row makes and closes its own)."""
     token = CURRENT_ROW.set(index)
     t0 = time.perf_counter()
     try:
         if target.kind == "tool":
-            result = await _run_tool(target, index, row, approver, max_concurrency)
+            result = await _run_tool(target, index, row, approver, max_concurrency, executor)
         else:
-            result = await _run_agent(target, index, row, approver, prices, max_concurrency)
+            result = await _run_agent(
+                target, index, row, approver, prices, max_concurrency, executor
+            )
     except Exception as exc:  # a bad row (template, inputs) or a broken model: this row only
         result = RowResult(index=index, status="error", error=f"{type(exc).__name__}: {exc}")
     finally:
@@ -55,34 +59,43 @@ async def run_row(
     return result
 
 
-def _executor(
-    target: Target, approver: Any, max_concurrency: int | None, policy: Any = None
-) -> Any:
+def make_executor(target: Target, approver: Any, max_concurrency: int | None) -> Any:
+    """An executor for ``target``'s runs: its tools only, its policy (a subagent's narrowed to
+    its allowlist), ``approver``."""
     from kode_nb.executor import Executor
     from kode_nb.registry import ToolRegistry
 
     registry = ToolRegistry()
     registry.register_many(target.tools)
-    return Executor(
-        registry, policy=policy if policy is not None else target.policy, approver=approver,
-        max_concurrency=max_concurrency,
-    )  # fmt: skip
+    policy = target.policy
+    if target.kind == "subagent":
+        from kode_nb.agents import NarrowedPolicy
+        from kode_nb.policy import Policy
+
+        policy = NarrowedPolicy(policy or Policy(), target.definition.tools, owner=target.name)
+    return Executor(registry, policy=policy, approver=approver, max_concurrency=max_concurrency)
 
 
 async def _run_tool(
-    target: Target, index: int, row: Mapping[str, Any], approver: Any, limit: int | None
+    target: Target,
+    index: int,
+    row: Mapping[str, Any],
+    approver: Any,
+    limit: int | None,
+    shared: Any,
 ) -> RowResult:
     from kode_nb.agents.trace import Span, Trace
 
-    executor = _executor(target, approver, limit)
+    executor = shared or make_executor(target, approver, limit)
     tool = target.tools[0]
     root = Span(kind="run", name=target.name)
     root.set(agent=target.name, model=None, depth=0, tools=[tool.name], prompt=None)
     span = root.child("tool_call", f"execute_tool {tool.name}", tool=tool.name, arguments=dict(row))
     try:
-        res = await executor.call(tool.name, dict(row), call_id=f"row{index}")
+        res = await executor.call(tool.name, dict(row), call_id=f"row{index}_{_nonce()}")
     finally:
-        executor.close()
+        if shared is None:
+            executor.close()
     span.set(
         call_id=res.call_id,
         result={"status": res.status, "is_error": res.is_error, "text": res.text,
@@ -94,7 +107,7 @@ async def _run_tool(
     return RowResult(
         index=index, status=res.status, output=res.text,
         error=res.text if res.is_error else None, turns=0, duration=res.duration,
-        trace=Trace(root=root).to_dict(),
+        trace=Trace(root=root),
     )  # fmt: skip
 
 
@@ -105,17 +118,12 @@ async def _run_agent(
     approver: Any,
     prices: Prices | None,
     limit: int | None,
+    shared: Any,
 ) -> RowResult:
     from kode_nb.agents import Agent
 
     system, prompt = _prompts(target, row)
-    policy = target.policy
-    if target.kind == "subagent":
-        from kode_nb.agents import NarrowedPolicy
-        from kode_nb.policy import Policy
-
-        policy = NarrowedPolicy(policy or Policy(), target.definition.tools, owner=target.name)
-    executor = _executor(target, approver, limit, policy)
+    executor = shared or make_executor(target, approver, limit)
     model = fresh_model(target.model)
     try:
         agent = Agent(
@@ -126,7 +134,8 @@ async def _run_agent(
         )  # fmt: skip
         result = await agent.run(prompt, run_id=f"row{index}_{_nonce()}")
     finally:
-        executor.close()
+        if shared is None:
+            executor.close()
     usage = result.total_usage
     output = result.output
     if hasattr(output, "model_dump"):
@@ -135,7 +144,7 @@ async def _run_agent(
         index=index, status=result.status, output=output, error=result.error,
         turns=result.turns, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
         cost=_cost(prices, agent.model.name, usage.input_tokens, usage.output_tokens),
-        duration=result.duration, trace=result.trace.to_dict(),
+        duration=result.duration, trace=result.trace,
     )  # fmt: skip
 
 

@@ -250,7 +250,8 @@ def _make_view_class() -> type:
             self.final = True
             if self.display_handle is not None:
                 self.display_handle.update(record_bundle(self.batch), raw=True)
-            self.close()
+            for child in (self.header, self.bar, *self.inbox.children, self.inbox):
+                child.close()  # the parts; the box itself keeps its repr (the record)
 
         def _repr_mimebundle_(self, **kwargs: Any) -> Any:
             if self.final:
