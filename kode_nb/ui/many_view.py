@@ -281,6 +281,7 @@ def show(batch: ManyRun) -> None:
 
     from kode_nb.ui.cell_display import display_in_cell
 
+    _cancel_on_interrupt(batch)
     if batch.done() or batch.task is None or not _widgets():
         handle = display_in_cell(_Record(batch))
         if handle is not None and not batch.done() and batch.task is not None:
@@ -311,6 +312,18 @@ class _Record:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return record_bundle(self.batch)
+
+
+def _cancel_on_interrupt(batch: ManyRun) -> None:
+    """With ``%load_ext kode_nb`` loaded, a kernel interrupt cancels the batch's running rows
+    (the session cancels every run it holds)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = None if shell is None else shell.magics_manager.registry.get("KodeMagics")
+    runs = getattr(getattr(magics, "session", None), "runs", None)
+    if runs is not None and not batch.done():
+        runs.add(batch)
 
 
 def _widgets() -> bool:
