@@ -3,6 +3,8 @@ view in place, and a kernel interrupt that cancels what runs and keeps what fini
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .harness import Kernel
 
 SETUP = '''
@@ -26,8 +28,8 @@ agent = Agent("squarer", tools=["square"], executor=Executor(reg), model=Scripte
 
 
 def test_inbox_buttons_answer_every_row_and_the_record_replaces_the_view(
-    kernel: Kernel, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+    kernel: Kernel, tmp_path: Path
+) -> None:
     kernel.ok(SETUP)
     start = len(kernel.log)
     shown = kernel.ok(f"h = kode_nb.run_many(agent, ['2', '3', '4'], cache={str(tmp_path)!r})")
@@ -51,8 +53,8 @@ def test_inbox_buttons_answer_every_row_and_the_record_replaces_the_view(
 
 
 def test_a_kernel_interrupt_cancels_what_runs_and_keeps_what_finished(
-    kernel: Kernel, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+    kernel: Kernel, tmp_path: Path
+) -> None:
     kernel.ok(SETUP)
     kernel.ok(f"h = kode_nb.run_many(agent, ['2', '3', '4'], cache={str(tmp_path)!r})")
     kernel.ok("await h.until_stalled(timeout=20)\nh.inbox.approve(h.inbox.pending()[1])")
