@@ -50,8 +50,9 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, *, tool_concurrency: int | None = 3) -> None:
+    def __init__(self, *, tool_concurrency: int | None = None) -> None:
         self.tool_concurrency = tool_concurrency
+        """Tool calls running at once over all rows (``None``: bounded by the rows only)."""
         self._target: Target | None = None
         self._inbox: Inbox | None = None
         self._prices: Prices | None = None
@@ -60,7 +61,7 @@ class LocalEngine:
     async def start(self, target: Target, inbox: Inbox, prices: Prices | None) -> None:
         self._target, self._inbox, self._prices = target, inbox, prices
         # one executor for every row: tool calls run in parallel as far as the rows do
-        self._executor = make_executor(target, inbox, None)
+        self._executor = make_executor(target, inbox, self.tool_concurrency)
 
     async def run(self, index: int, row: Mapping[str, Any]) -> RowResult:
         if self._target is None:
