@@ -272,6 +272,8 @@ class KodeMagics(Magics):
         system prompt registers it as a ``think`` tool other agents can call.
         ``%agent NAME key=value ...`` runs it; the cell returns a handle at once (``await h``,
         ``h.cancel()``, ``h.approve()``, ``h.show_trace()``) and shows the live view.
+        ``%agent NAME --over VAR [--concurrency N] [--engine local|dask|ray] [--no-cache]``
+        runs it once per row of a list of dicts or a DataFrame (:mod:`kode_nb.magics.many_magic`).
         See :mod:`kode_nb.magics.agent_magics`.
         """
         from kode_nb.magics import agent_magics
