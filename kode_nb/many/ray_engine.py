@@ -162,7 +162,7 @@ class _RelayApprover:
         self.relay, self.timeout = relay, timeout
 
     async def __call__(self, request: Any) -> Any:
-        from kode_nb.approval import approve, deny
+        from kode_nb import approve, deny
         from kode_nb.many.runner import CURRENT_ROW
 
         reply = f"req-{secrets.token_hex(6)}"

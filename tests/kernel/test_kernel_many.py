@@ -10,7 +10,7 @@ from .harness import Kernel
 SETUP = '''
 import kode_nb
 from kode_nb import Agent, Executor, ToolRegistry
-from kode_nb.define import define_tool
+from kode_nb import define_tool
 from kode_nb.models import ScriptedModel, call
 
 reg = ToolRegistry()

@@ -10,8 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kode_nb import Agent, Executor, ToolRegistry
-from kode_nb.define import define_tool
+from kode_nb import Agent, Executor, ToolRegistry, define_tool
 from kode_nb.models import ScriptedModel, call
 
 

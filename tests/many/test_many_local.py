@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 from many_helpers import square_agent
 
-from kode_nb import AgentDefinition, register_subagent
-from kode_nb.define import define_tool
+from kode_nb import AgentDefinition, define_tool, register_subagent
 from kode_nb.errors import ConfigurationError
 from kode_nb.many import Inbox, RunCache, as_target, compare, run_many, variant
 from kode_nb.models import ScriptedModel, call
