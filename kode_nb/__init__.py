@@ -28,10 +28,12 @@ _EXPORTS: dict[str, str] = {
     "EventBus": "kode_nb.events",
     "Executor": "kode_nb.execution",
     "ImageBlock": "kode_nb.types",
+    "Inbox": "kode_nb.many.inbox",
     "JsonBlock": "kode_nb.types",
     "JsonlAuditLog": "kode_nb.events",
     "KodeError": "kode_nb.errors",
     "KodeUsageError": "kode_nb.errors",
+    "ManyRun": "kode_nb.many.core",
     "NOT_GIVEN": "kode_nb.types",
     "Policy": "kode_nb.policy",
     "TextBlock": "kode_nb.types",
@@ -51,13 +53,16 @@ _EXPORTS: dict[str, str] = {
     "ToolTimeoutError": "kode_nb.errors",
     "ToolValidationError": "kode_nb.errors",
     "approve": "kode_nb.policy",
+    "compare": "kode_nb.many.compare",
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
+    "run_many": "kode_nb.many.core",
     "tool": "kode_nb.tools",
     "use_registry": "kode_nb.tools",
+    "variant": "kode_nb.many.compare",
 }
 
 __all__ = [
@@ -76,10 +81,12 @@ __all__ = [
     "EventBus",
     "Executor",
     "ImageBlock",
+    "Inbox",
     "JsonBlock",
     "JsonlAuditLog",
     "KodeError",
     "KodeUsageError",
+    "ManyRun",
     "NOT_GIVEN",
     "Policy",
     "TextBlock",
@@ -99,13 +106,16 @@ __all__ = [
     "ToolTimeoutError",
     "ToolValidationError",
     "approve",
+    "compare",
     "default_registry",
     "define_tool",
     "deny",
     "register_secret",
     "register_subagent",
+    "run_many",
     "tool",
     "use_registry",
+    "variant",
 ]
 
 if TYPE_CHECKING:
@@ -171,6 +181,21 @@ if TYPE_CHECKING:
     )
     from kode_nb.execution import (
         ToolCall as ToolCall,
+    )
+    from kode_nb.many.compare import (
+        compare as compare,
+    )
+    from kode_nb.many.compare import (
+        variant as variant,
+    )
+    from kode_nb.many.core import (
+        ManyRun as ManyRun,
+    )
+    from kode_nb.many.core import (
+        run_many as run_many,
+    )
+    from kode_nb.many.inbox import (
+        Inbox as Inbox,
     )
     from kode_nb.policy import (
         ApprovalDecision as ApprovalDecision,

@@ -37,7 +37,7 @@ CORE_MODULES = [
 
 # The other public subpackages: their own ``__init__`` is their API; nothing of theirs is in
 # kode_nb.__all__ except the agent classes (SUBPACKAGE_EXPORTERS below).
-OTHER_PACKAGES = ["kode_nb.agents", "kode_nb.builtins", "kode_nb.magics", "kode_nb.mcp",
+OTHER_PACKAGES = ["kode_nb.agents", "kode_nb.builtins", "kode_nb.magics", "kode_nb.many", "kode_nb.mcp",
                   "kode_nb.models", "kode_nb.ui"]  # fmt: skip
 
 # Module-level public names deliberately NOT re-exported from kode_nb (reached through their
@@ -193,7 +193,14 @@ def test_one_class_per_public_name_across_the_api() -> None:
 
 
 # Subpackage modules whose main classes are re-exported from kode_nb (lazily).
-SUBPACKAGE_EXPORTERS = ["kode_nb.agents.loop", "kode_nb.agents.result", "kode_nb.agents.subagent"]
+SUBPACKAGE_EXPORTERS = [
+    "kode_nb.agents.loop",
+    "kode_nb.agents.result",
+    "kode_nb.agents.subagent",
+    "kode_nb.many.compare",
+    "kode_nb.many.core",
+    "kode_nb.many.inbox",
+]
 # Private modules whose one public function is part of kode_nb's API (``kode_nb.register_secret``).
 PRIVATE_EXPORTERS = ["kode_nb._redact"]
 

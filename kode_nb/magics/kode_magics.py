@@ -281,12 +281,18 @@ class KodeMagics(Magics):
         system prompt registers it as a ``think`` tool other agents can call.
         ``%agent NAME key=value ...`` runs it; the cell returns a handle at once (``await h``,
         ``h.cancel()``, ``h.approve()``, ``h.show_trace()``) and shows the live view.
+        ``%agent NAME --over VAR [--concurrency N] [--engine local|dask|ray] [--no-cache]``
+        runs it once per row of a list of dicts or a DataFrame (:mod:`kode_nb.magics.many_magic`).
         See :mod:`kode_nb.magics.agent_magics`.
         """
         from kode_nb.magics import agent_magics
 
         assert self.shell is not None
         if cell is None:
+            from kode_nb.magics import many_magic
+
+            if many_magic.wants_over(line):  # %agent NAME --over VAR: one run per row
+                return many_magic.agent_over(self.session, self.shell, line)  # type: ignore[return-value]
             return agent_magics.agent_line(self.session, self.shell, line)
         agent_magics.agent_cell(self.session, self.shell, line, cell)
         return None

@@ -1,0 +1,40 @@
+"""Many runs: one agent or tool over a list or DataFrame of inputs (no Jupyter imports).
+
+* :func:`run_many` / :class:`ManyRun` — the batch: progress, results, cache, cancellation
+  (:mod:`.core`); :func:`arun_many` for async code.
+* :class:`Inbox` — one approval inbox for all rows (:mod:`.inbox`).
+* :func:`compare` / :func:`variant` — the same inputs through two variants (:mod:`.compare`).
+* :class:`RunCache` — finished rows on disk (:mod:`.cache`).
+* Engines (:mod:`.engines`): local, Dask (:mod:`.dask_engine`), Ray (:mod:`.ray_engine`).
+* :class:`Target` — what travels to a worker (:mod:`.target`); :class:`RowResult` — what
+  comes back (:mod:`.rows`).
+"""
+
+from __future__ import annotations
+
+from kode_nb.many.cache import RunCache
+from kode_nb.many.compare import Comparison, compare, variant
+from kode_nb.many.core import ManyRun, Progress, arun_many, run_many
+from kode_nb.many.engines import Engine, LocalEngine, make_engine
+from kode_nb.many.inbox import Inbox, Pending
+from kode_nb.many.rows import RowResult
+from kode_nb.many.target import Target, as_target
+
+__all__ = [
+    "Comparison",
+    "Engine",
+    "Inbox",
+    "LocalEngine",
+    "ManyRun",
+    "Pending",
+    "Progress",
+    "RowResult",
+    "RunCache",
+    "Target",
+    "arun_many",
+    "as_target",
+    "compare",
+    "make_engine",
+    "run_many",
+    "variant",
+]

@@ -1,0 +1,402 @@
+"""``run_many``: one agent or tool over many inputs, each input its own run with its own trace.
+
+::
+
+    h = run_many(agent, questions, max_concurrency=8)   # in a notebook: returns at once
+    df = await h                                        # the results DataFrame
+
+Rows already in the cache (same target definition, same row, succeeded before) are not run
+again; the others run on the engine, at most ``max_concurrency`` at a time, their approvals
+all in one :class:`~kode_nb.many.inbox.Inbox`. A failing row keeps its error in its row.
+:meth:`ManyRun.cancel` (or a kernel interrupt, when the ``%load_ext kode_nb`` session is
+loaded) cancels the rows still running; the finished ones stay (and stay cached).
+
+Outside a running event loop (a script), :func:`run_many` runs to the end before returning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kode_nb.errors import ConfigurationError
+from kode_nb.many.cache import DEFAULT_CACHE_DIR, RunCache
+from kode_nb.many.engines import Engine, make_engine
+from kode_nb.many.inbox import Inbox
+from kode_nb.many.rows import RowResult, normalize_inputs, row_key
+from kode_nb.many.runner import Prices
+from kode_nb.many.target import Target, as_target
+
+__all__ = ["ManyRun", "Progress", "arun_many", "run_many"]
+
+
+@dataclass(kw_only=True)
+class Progress:
+    """Counts of one batch, for the live view."""
+
+    total: int
+    done: int = 0
+    """Rows finished (successful, failed or from the cache)."""
+    failed: int = 0
+    cached: int = 0
+    running: int = 0
+    waiting: int = 0
+    """Approval requests pending in the inbox."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    started: float = 0.0
+    ended: float | None = None
+    ran: int = 0
+    """Rows finished by this batch's runs (not from the cache): the rate counts these."""
+
+    @property
+    def elapsed(self) -> float:
+        return (self.ended or time.perf_counter()) - self.started if self.started else 0.0
+
+    @property
+    def rate(self) -> float | None:
+        """Runs a second (rows run, not cached)."""
+        return self.ran / self.elapsed if self.ran and self.elapsed > 0 else None
+
+    @property
+    def eta(self) -> float | None:
+        left = self.total - self.done
+        rate = self.rate
+        return left / rate if rate and left else (0.0 if not left else None)
+
+
+class ManyRun:
+    """A batch of runs: progress, results, the inbox; ``await`` it for the DataFrame."""
+
+    def __init__(
+        self,
+        target: Target,
+        rows: list[dict[str, Any]],
+        *,
+        engine: Engine,
+        inbox: Inbox,
+        cache: RunCache | None,
+        max_concurrency: int,
+        prices: Prices | None,
+    ) -> None:
+        self.target = target
+        self.rows = rows
+        """The inputs, one dict per row."""
+        self.engine = engine
+        self.inbox = inbox
+        self.cache = cache
+        self.max_concurrency = max_concurrency
+        self.prices = prices
+        self.results: list[RowResult | None] = [None] * len(rows)
+        """Each row's result once it has one."""
+        self.keys = [row_key(r) for r in rows]
+        self.progress = Progress(total=len(rows))
+        self.task: asyncio.Task[None] | None = None
+        self.status = "pending"
+        """``pending``, ``running``, ``finished`` or ``cancelled``."""
+        self._listeners: list[Callable[[], None]] = []
+        self._awaited: list[Callable[[], None]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        inbox.on_change(self._inbox_changed)
+
+    # ------------------------------------------------------------ running
+
+    async def _main(self) -> None:
+        p = self.progress
+        p.started = time.perf_counter()
+        self.status = "running"
+        todo: list[int] = []
+        for i, key in enumerate(self.keys):
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None:
+                hit.index = i
+                self._record(i, hit)
+            else:
+                todo.append(i)
+        self._changed()
+        if todo:
+            await self.engine.start(self.target, self.inbox, self.prices)
+            gate = asyncio.Semaphore(self.max_concurrency)
+            try:
+                self._tasks = [asyncio.ensure_future(self._one(i, gate)) for i in todo]
+                await asyncio.gather(*self._tasks)
+            except asyncio.CancelledError:
+                self._stop_rows()
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+                self.status = "cancelled"
+                raise
+            finally:
+                await self.engine.close()
+                p.ended = time.perf_counter()
+                self._changed()
+        p.ended = p.ended or time.perf_counter()
+        self.status = "cancelled" if self.status == "cancelled" else "finished"
+        self._changed()
+
+    async def _one(self, i: int, gate: asyncio.Semaphore) -> None:
+        async with gate:
+            self.progress.running += 1
+            self._changed()
+            try:
+                result = await self.engine.run(i, self.rows[i])
+            except asyncio.CancelledError:
+                self._record(i, RowResult(index=i, status="cancelled",
+                                          error="cancelled before the run finished"))  # fmt: skip
+                raise
+            except Exception as exc:  # an engine failure: this row only
+                result = RowResult(index=i, status="error", error=f"{type(exc).__name__}: {exc}")
+            finally:
+                self.progress.running -= 1
+            result.index = i
+            if self.cache is not None:
+                try:
+                    self.cache.put(self.keys[i], result)
+                except OSError as exc:
+                    result.error = (result.error or "") + f" (not cached: {exc})"
+            self.progress.ran += 1
+            self._record(i, result)
+            self._changed()
+
+    def _record(self, i: int, result: RowResult) -> None:
+        p = self.progress
+        self.results[i] = result
+        p.done += 1
+        p.failed += not result.ok
+        p.cached += result.cached
+        p.input_tokens += result.input_tokens or 0
+        p.output_tokens += result.output_tokens or 0
+        if result.cost is not None:
+            p.cost = (p.cost or 0.0) + result.cost
+
+    def _stop_rows(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+    # ------------------------------------------------------------ control
+
+    def cancel(self, reason: str = "cancelled") -> bool:
+        """Cancel the rows still running (thread-safe); finished rows stay."""
+        task = self.task
+        if task is None or task.done():
+            return False
+        task.get_loop().call_soon_threadsafe(task.cancel)
+        return True
+
+    def done(self) -> bool:
+        return self.status in ("finished", "cancelled")
+
+    def stalled(self) -> bool:
+        """Whether every running row waits for an approval (nothing moves until one is given)."""
+        rows = {p.row for p in self.inbox.pending()}
+        return self.progress.running > 0 and len(rows) >= self.progress.running
+
+    async def until_stalled(self, timeout: float | None = None) -> bool:
+        """Wait until :meth:`stalled` (True) or the batch ends (False)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while not self.done():
+            if self.stalled():
+                return True
+            if deadline is not None and loop.time() >= deadline:
+                raise TimeoutError(f"the batch did not stall within {timeout} s")
+            await asyncio.sleep(0.02)
+        return False
+
+    def __await__(self) -> Any:
+        return self._wait().__await__()
+
+    async def _wait(self) -> Any:
+        if self.task is not None and not self.task.done():
+            try:
+                await asyncio.shield(self.task)
+            except asyncio.CancelledError:
+                if not self.task.done():
+                    self.cancel("interrupted while awaited")
+                    raise
+        for fn in list(self._awaited):
+            try:
+                fn()
+            except Exception:
+                continue
+        if self.task is not None and self.task.done() and not self.task.cancelled():
+            exc = self.task.exception()
+            if exc is not None:
+                raise exc
+        return self.frame()
+
+    # ------------------------------------------------------------ results
+
+    def frame(self, *, finished_only: bool = False) -> Any:
+        """The results so far as a pandas DataFrame (see :mod:`kode_nb.many.frame`)."""
+        from kode_nb.many.frame import results_frame
+
+        return results_frame(self, finished_only=finished_only)
+
+    def trace(self, index: int) -> Any:
+        """Row ``index``'s :class:`~kode_nb.agents.Trace` (``None`` before it has one)."""
+        from kode_nb.agents.trace import Trace
+
+        result = self.results[index]
+        if result is None or result.trace is None:
+            return None
+        return result.trace if isinstance(result.trace, Trace) else Trace.from_dict(result.trace)
+
+    def trace_path(self, index: int) -> Path | None:
+        """The cache file holding row ``index`` (its trace included), when cached."""
+        if self.cache is None:
+            return None
+        path = self.cache.path(self.keys[index])
+        return path if path.exists() else None
+
+    # ------------------------------------------------------------ listening
+
+    def on_change(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` after every change of progress, results or the inbox."""
+        self._listeners.append(fn)
+
+    def on_awaited(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` in the code that awaits the batch, once it has ended (a view
+        publishes its final state there, as output of the awaiting cell)."""
+        self._awaited.append(fn)
+
+    def _inbox_changed(self) -> None:
+        self.progress.waiting = len(self.inbox.pending())
+        self._changed()
+
+    def _changed(self) -> None:
+        for fn in list(self._listeners):
+            try:
+                fn()
+            except Exception:
+                continue
+
+    def __repr__(self) -> str:
+        p = self.progress
+        return (
+            f"<ManyRun {self.target.display} {self.status}: {p.done}/{p.total} done, "
+            f"{p.failed} failed, {p.cached} cached>"
+        )
+
+    def _ipython_display_(self) -> None:
+        from kode_nb.ui.many_view import show
+
+        show(self)
+
+
+def _prepare(
+    agent_or_tool: Any,
+    inputs: Any,
+    *,
+    max_concurrency: int,
+    engine: Any,
+    prompt: Any,
+    model: Any,
+    label: str,
+    cache: bool | str | os.PathLike[str],
+    inbox: Inbox | None,
+    policy: Any,
+    prices: Prices | None,
+    registry: Any,
+    retries: int,
+) -> ManyRun:
+    if (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or max_concurrency < 1
+    ):
+        raise ConfigurationError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+    target = as_target(agent_or_tool, prompt=prompt, model=model, label=label, registry=registry)
+    rows = normalize_inputs(inputs)
+    store = None
+    if cache is not False:
+        root = DEFAULT_CACHE_DIR if cache is True else Path(cache)
+        store = RunCache(root, target.key())
+    return ManyRun(
+        target, rows, engine=make_engine(engine, retries=retries), inbox=inbox or Inbox(policy),
+        cache=store, max_concurrency=max_concurrency, prices=prices,
+    )  # fmt: skip
+
+
+def run_many(
+    agent_or_tool: Any,
+    inputs: Any,
+    *,
+    max_concurrency: int = 8,
+    engine: Any = "local",
+    prompt: str | Callable[[Mapping[str, Any]], str] | None = None,
+    model: Any = None,
+    label: str = "",
+    cache: bool | str | os.PathLike[str] = True,
+    inbox: Inbox | None = None,
+    policy: Any = None,
+    prices: Prices | None = None,
+    registry: Any = None,
+    retries: int = 1,
+    show: bool | None = None,
+) -> ManyRun:
+    """Run ``agent_or_tool`` once per input; see the module docstring.
+
+    ``inputs``: a list of dicts, a list of strings or a pandas DataFrame. ``prompt``: for an
+    Agent, a template over the row (``"Answer: {question}"``) or a function of it (default: the
+    ``prompt`` column, or the only column); a subagent or tool takes the row as its inputs.
+    ``model`` replaces the agent's model. ``engine``: ``"local"``, ``"dask"`` (or a
+    ``distributed.Client`` or scheduler address), ``"ray"``. ``cache``: ``True`` (under
+    ``.kode_nb/runs`` in the working directory), a folder, or ``False``. ``inbox``/``policy``:
+    the approval inbox to use, or a policy that pre-answers (``fn(request, row)``). ``prices``:
+    model name -> (per million input tokens, per million output tokens), for the cost column.
+    ``retries``: on Dask and Ray, how many times a row whose worker died is run again.
+    ``show``: display the live view (default: when running in a Jupyter kernel).
+    """
+    batch = _prepare(
+        agent_or_tool, inputs, max_concurrency=max_concurrency, engine=engine, prompt=prompt,
+        model=model, label=label, cache=cache, inbox=inbox, policy=policy, prices=prices,
+        registry=registry, retries=retries,
+    )  # fmt: skip
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_run_to_end(batch))
+        return batch
+    batch.task = loop.create_task(batch._main())
+    batch.task.add_done_callback(_consume)
+    if show is None:
+        show = _in_kernel()
+    if show:
+        from kode_nb.ui.many_view import show as show_view
+
+        show_view(batch)
+    return batch
+
+
+async def arun_many(agent_or_tool: Any, inputs: Any, **options: Any) -> ManyRun:
+    """:func:`run_many`, awaited to the end (for async code); returns the finished batch."""
+    options.setdefault("show", False)
+    batch = run_many(agent_or_tool, inputs, **options)
+    await batch
+    return batch
+
+
+async def _run_to_end(batch: ManyRun) -> None:
+    batch.task = asyncio.current_task()
+    await batch._main()
+
+
+def _consume(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def _in_kernel() -> bool:
+    import sys
+
+    if "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None

@@ -1,0 +1,75 @@
+"""The results of a batch as a table: one row per input, in input order.
+
+Columns: the input's columns (prefixed ``input.`` where a name clashes with a result column),
+then ``output``, ``status``, ``error``, ``turns``, ``input_tokens``, ``output_tokens``,
+``cost``, ``duration``, ``cached``, ``worker`` and ``trace`` (the path of the cache file that
+holds the row's trace; :meth:`~kode_nb.many.core.ManyRun.trace` loads it). A row not finished
+has status ``pending`` (or ``running``).
+
+:func:`results_frame` returns a pandas DataFrame (pandas is needed: the ``dask`` and ``ray``
+extras install it, or ``pip install pandas``); :func:`result_records` gives the same rows as
+dicts, without pandas.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kode_nb.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from kode_nb.many.core import ManyRun
+
+__all__ = ["RESULT_COLUMNS", "result_records", "results_frame"]
+
+RESULT_COLUMNS = (
+    "output", "status", "error", "turns", "input_tokens", "output_tokens", "cost", "duration",
+    "cached", "worker", "trace",
+)  # fmt: skip
+
+
+def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[str, Any]]:
+    """One dict per row (see the module docstring)."""
+    records: list[dict[str, Any]] = []
+    for i, row in enumerate(batch.rows):
+        result = batch.results[i]
+        if result is None and finished_only:
+            continue
+        rec = {(f"input.{k}" if k in RESULT_COLUMNS else k): v for k, v in row.items()}
+        if result is None:
+            rec.update(dict.fromkeys(RESULT_COLUMNS))
+            rec["status"] = "pending"
+        else:
+            path = batch.trace_path(i)
+            rec.update(
+                output=result.output, status=result.status, error=result.error,
+                turns=result.turns, input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens, cost=result.cost, duration=result.duration,
+                cached=result.cached, worker=result.worker,
+                trace=str(path) if path is not None else None,
+            )  # fmt: skip
+        records.append(rec)
+    return records
+
+
+def results_frame(batch: ManyRun, *, finished_only: bool = False) -> Any:
+    """The rows as a pandas DataFrame, indexed by input position."""
+    pd = import_pandas()
+    records = result_records(batch, finished_only=finished_only)
+    index = [i for i, r in enumerate(batch.results) if r is not None or not finished_only]
+    return (
+        pd.DataFrame.from_records(records, index=index)
+        if records
+        else pd.DataFrame(columns=[*{k for r in batch.rows for k in r}, *RESULT_COLUMNS])
+    )
+
+
+def import_pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ConfigurationError(
+            "the results DataFrame needs pandas: pip install pandas (the kode_nb[dask] and "
+            "kode_nb[ray] extras include it); ManyRun.results has the rows without it"
+        ) from None
+    return pd

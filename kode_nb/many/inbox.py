@@ -1,0 +1,231 @@
+"""One approval inbox for many runs: every row's pending approvals in one list.
+
+An :class:`Inbox` is an :class:`~kode_nb.Approver`: a request parks as a :class:`Pending`
+(tool, arguments, which row) until :meth:`Inbox.approve` / :meth:`Inbox.deny` answer it, or
+:meth:`Inbox.approve_matching` / :meth:`Inbox.deny_matching` answer every pending request of a
+tool whose arguments match glob patterns (``path="tmp/*"``) — and, with ``remember=True``,
+those that arrive later too. A ``policy`` (``fn(request, row) -> True | False | "reason" |
+None``) pre-answers; ``None`` means ask. Requests from Dask or Ray workers arrive through
+:meth:`Inbox.submit` and are answered the same way.
+
+Answers are thread-safe (a button click may come on another thread): they resolve the waiting
+future on its own event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import itertools
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kode_nb import ApprovalDecision, ApprovalRequest, approve, deny
+
+__all__ = ["Inbox", "Pending", "Rule"]
+
+
+@dataclass(kw_only=True, eq=False)
+class Pending:
+    """One request waiting for an answer."""
+
+    id: int
+    """Its number in this inbox (1, 2...)."""
+    row: int | None
+    """The row whose run asked."""
+    tool: str
+    kind: str
+    arguments: Mapping[str, Any]
+    reason: str = ""
+    future: asyncio.Future[ApprovalDecision] = field(repr=False)
+
+    def summary(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
+        return f"#{self.id} row {self.row}: {self.tool}({args})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """A remembered "all matching" answer."""
+
+    tool: str
+    patterns: Mapping[str, str]
+    approved: bool
+    reason: str | None = None
+
+    def matches(self, tool: str, arguments: Mapping[str, Any]) -> bool:
+        return tool == self.tool and all(
+            k in arguments and fnmatch.fnmatchcase(str(arguments[k]), p)
+            for k, p in self.patterns.items()
+        )
+
+
+class Inbox:
+    """The approver shared by all runs of :func:`~kode_nb.many.run_many`."""
+
+    def __init__(self, policy: Callable[[ApprovalRequest, int | None], Any] | None = None) -> None:
+        self.policy = policy
+        self.rules: list[Rule] = []
+        """Remembered "all matching" answers, applied to requests as they arrive."""
+        self.counts = {"approved": 0, "denied": 0, "by_policy": 0}
+        """Answers given so far."""
+        self._pending: dict[int, Pending] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    # ---------------------------------------------------------------- asking
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        from kode_nb.many.runner import CURRENT_ROW
+
+        return await self.submit(
+            row=CURRENT_ROW.get(), tool=request.tool, kind=request.kind,
+            arguments=dict(request.arguments), reason=request.reason, request=request,
+        )  # fmt: skip
+
+    async def submit(
+        self,
+        *,
+        row: int | None,
+        tool: str,
+        kind: str = "",
+        arguments: Mapping[str, Any],
+        reason: str = "",
+        request: ApprovalRequest | None = None,
+    ) -> ApprovalDecision:
+        """Park a request (or answer it by policy or a remembered rule) and wait."""
+        if self.policy is not None:
+            req = request or ApprovalRequest(tool=tool, kind=kind, arguments=arguments, call_id="")
+            answer = self.policy(req, row)
+            if answer is not None:
+                self.counts["by_policy"] += 1
+                self._changed()
+                return _decision(answer, "inbox policy")
+        for rule in self.rules:
+            if rule.matches(tool, arguments):
+                self._count(rule.approved)
+                self._changed()
+                return (
+                    approve(by="inbox rule")
+                    if rule.approved
+                    else deny(rule.reason, by="inbox rule")
+                )
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            item = Pending(id=next(self._ids), row=row, tool=tool, kind=kind,
+                           arguments=dict(arguments), reason=reason, future=future)  # fmt: skip
+            self._pending[item.id] = item
+        self._changed()
+        try:
+            return await future
+        finally:
+            with self._lock:
+                self._pending.pop(item.id, None)
+            self._changed()
+
+    # ---------------------------------------------------------------- answering
+
+    def pending(self) -> list[Pending]:
+        """What waits now, by row then arrival."""
+        with self._lock:
+            items = list(self._pending.values())
+        return sorted(items, key=lambda p: (p.row if p.row is not None else -1, p.id))
+
+    def approve(self, which: int | Pending) -> bool:
+        """Approve one pending request (by id or item); False if it is no longer pending."""
+        return self._answer(which, approve(by="inbox"))
+
+    def deny(self, which: int | Pending, reason: str | None = None) -> bool:
+        """Deny one pending request with ``reason`` (the model sees it)."""
+        return self._answer(which, deny(reason, by="inbox"))
+
+    def approve_matching(
+        self, tool: str | Pending, *, remember: bool = False, **patterns: str
+    ) -> int:
+        """Approve every pending call of ``tool`` whose arguments match the glob ``patterns``
+        (a :class:`Pending` stands for its tool); ``remember``: later ones too. Returns how
+        many were answered now."""
+        return self._matching(tool, patterns, True, None, remember)
+
+    def deny_matching(
+        self, tool: str | Pending, *, reason: str | None = None, remember: bool = False,
+        **patterns: str,
+    ) -> int:  # fmt: skip
+        """Like :meth:`approve_matching`, denying with ``reason``."""
+        return self._matching(tool, patterns, False, reason, remember)
+
+    def matching(self, tool: str, **patterns: str) -> list[Pending]:
+        rule = Rule(tool=tool, patterns=patterns, approved=True)
+        return [p for p in self.pending() if rule.matches(p.tool, p.arguments)]
+
+    def _matching(
+        self, tool: str | Pending, patterns: Mapping[str, str], ok: bool, reason: str | None,
+        remember: bool,
+    ) -> int:  # fmt: skip
+        name = tool.tool if isinstance(tool, Pending) else tool
+        rule = Rule(tool=name, patterns=dict(patterns), approved=ok, reason=reason)
+        if remember:
+            self.rules.append(rule)
+        decision = approve(by="inbox") if ok else deny(reason, by="inbox")
+        return sum(
+            self._answer(p, decision) for p in self.pending() if rule.matches(p.tool, p.arguments)
+        )
+
+    def _answer(self, which: int | Pending, decision: ApprovalDecision) -> bool:
+        key = which.id if isinstance(which, Pending) else which
+        with self._lock:
+            item = self._pending.pop(key, None)
+        if item is None:
+            return False
+        self._count(decision.approved)
+        fut = item.future
+        fut.get_loop().call_soon_threadsafe(_resolve, fut, decision)
+        self._changed()
+        return True
+
+    def _count(self, approved: bool) -> None:
+        self.counts["approved" if approved else "denied"] += 1
+
+    # ---------------------------------------------------------------- listening
+
+    def on_change(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn()`` after every change; returns a function that stops it."""
+        self._listeners.append(fn)
+        return lambda: self._listeners.remove(fn) if fn in self._listeners else None
+
+    def _changed(self) -> None:
+        for fn in list(self._listeners):
+            try:
+                fn()
+            except Exception:  # a broken view must not break the runs
+                continue
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        from kode_nb.ui.many_view import inbox_bundle
+
+        return inbox_bundle(self)
+
+    def __repr__(self) -> str:
+        c = self.counts
+        return (
+            f"Inbox(pending={len(self._pending)}, approved={c['approved']}, "
+            f"denied={c['denied']}, by_policy={c['by_policy']})"
+        )
+
+
+def _resolve(fut: asyncio.Future[ApprovalDecision], decision: ApprovalDecision) -> None:
+    if not fut.done():
+        fut.set_result(decision)
+
+
+def _decision(answer: Any, by: str) -> ApprovalDecision:
+    if isinstance(answer, ApprovalDecision):
+        return answer
+    if answer is True:
+        return approve(by=by)
+    if isinstance(answer, str):
+        return deny(answer, by=by)
+    return deny(None, by=by)
