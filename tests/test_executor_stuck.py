@@ -61,16 +61,20 @@ async def test_timed_out_sync_calls_give_their_slots_back(
     ex = Executor(registry, max_concurrency=3)
     results = await asyncio.wait_for(ex.call_many([("hang", None)] * 4), BOUND)
     assert [r.status for r in results] == ["timed_out"] * 4
-    assert sum("cannot be interrupted" in r.text for r in results) == 3
-    assert "waiting for a slot" in results[3].text
+    assert all("cannot be interrupted" in r.text for r in results[:3])
+    # The 4th queued for a slot with the same deadline: it timed out waiting, or (if the first
+    # three were stopped a moment before its deadline was handled) it got a slot and was stopped.
+    fourth = results[3].text
+    assert "waiting for a slot" in fourth or "cannot be interrupted" in fourth
+    ran = "cannot be interrupted" in fourth
     # Every later call of any tool still runs: the stuck threads hold no slot.
     added = await asyncio.wait_for(ex.call("add", {"a": 1, "b": 2}), BOUND)
     assert (added.status, added.text) == ("ok", "3")
     again = await asyncio.wait_for(ex.call("hang"), BOUND)
     assert again.status == "timed_out"
     assert "cannot be interrupted" in again.text
-    assert ex.stuck() == {"hang": 4}
-    assert [c.status for c in ex.running()] == ["stopping"] * 4
+    assert ex.stuck() == {"hang": 4 + ran}
+    assert [c.status for c in ex.running()] == ["stopping"] * (4 + ran)
     blocker.set()
     assert await _until(lambda: ex.stuck() == {} and ex.running() == [])
     ex.close()
