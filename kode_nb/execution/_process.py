@@ -1,35 +1,72 @@
 """Tools declared ``isolation="process"``: each call in a fresh worker process, killed if it stops.
 
-Python cannot kill a thread, but it can kill a process. :class:`ProcessRunner` starts one
-``spawn`` process per call (nothing of the parent is inherited but ``sys.path``), which imports
-the tool's function by module and qualified name (no function is pickled), receives the
-pickled arguments, and sends back the pickled result or exception. A small daemon thread waits
-for the answer and reaps the process. When the call times out or is cancelled, the process is
-killed (``SIGKILL`` on POSIX) and the result says so.
+Python cannot kill a thread, but it can kill a process. :class:`ProcessRunner` starts one new
+Python interpreter per call (``sys.executable -c``; of the parent it gets only ``sys.path``),
+which imports the tool's function by module and qualified name (no function is pickled),
+receives the pickled arguments on stdin, and writes back the pickled result or exception on
+stdout (what the tool prints goes to stderr). A small daemon thread feeds it, waits for the
+answer and reaps the process. When the call times out or is cancelled, the process is killed
+(``SIGKILL`` on POSIX) and the result says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import multiprocessing
 import pickle
+import subprocess
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
 from kode_nb.errors import ToolError
 
 if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
-    from multiprocessing.process import BaseProcess
-
     from kode_nb.execution._plans import Plan
     from kode_nb.execution._running import CallState
 
 __all__ = ["ProcessRunner", "ProcessToolError"]
 
-_CONTEXT = multiprocessing.get_context("spawn")
+_CHILD = """\
+import os, pickle, sys
+out = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)  # what the tool prints goes to stderr; stdout carries the answer
+path, module, qualname, positional, payload = pickle.load(sys.stdin.buffer)
+sys.path[:] = path
+from importlib import import_module
+
+def describe(exc):
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+def dumps(outcome, what):
+    try:
+        data = pickle.dumps(outcome)
+        pickle.loads(data)  # an exception class may not rebuild from its args
+        return data
+    except Exception as exc:
+        value = outcome[1]
+        detail = describe(value) if isinstance(value, BaseException) else type(value).__name__
+        return pickle.dumps(("failed", f"{what} ({detail}) cannot be pickled: {exc}"))
+
+try:
+    kwargs = pickle.loads(payload)
+    target = import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    if type(target).__name__ == "Tool" and callable(getattr(target, "function", None)):
+        target = target.function
+except BaseException as exc:
+    data = pickle.dumps(("failed", f"importing {module}.{qualname} raised {describe(exc)}"))
+else:
+    try:
+        value = target(kwargs.pop(positional), **kwargs) if positional else target(**kwargs)
+        data = dumps(("ok", value), "its result")
+    except BaseException as exc:
+        data = dumps(("raised", exc), "the exception it raised")
+out.write(data)
+out.flush()
+"""
+"""The worker process's program (run with ``python -c``): it imports nothing of kode_nb."""
 
 
 class ProcessToolError(ToolError):
@@ -40,7 +77,7 @@ class ProcessRunner:
     """Starts, waits for, and kills the worker processes of one executor."""
 
     def __init__(self) -> None:
-        self.live: dict[BaseProcess, None] = {}
+        self.live: dict[subprocess.Popen[bytes], None] = {}
         """Worker processes not reaped yet."""
 
     async def run(self, st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
@@ -48,28 +85,23 @@ class ProcessRunner:
         assert plan.process is not None
         module, qualname, positional = plan.process
         try:
-            payload = pickle.dumps(kwargs)
+            request = pickle.dumps((sys.path, module, qualname, positional, pickle.dumps(kwargs)))
         except Exception as exc:
             raise ProcessToolError(
                 plan.name,
                 f"Tool '{plan.name}' was not run: its arguments cannot be sent to a worker "
                 f"process ({type(exc).__name__}: {exc}).",
             ) from None
-        ours, theirs = _CONTEXT.Pipe(duplex=False)
-        process = _CONTEXT.Process(
-            target=child_main,
-            args=(theirs, module, qualname, positional, payload),
-            name=f"kode_nb-{plan.name}",
-            daemon=True,
-        )
         loop = st.loop
         waiter: asyncio.Future[tuple[str, Any]] = loop.create_future()
-        process.start()
-        theirs.close()  # only the child holds the sending end: its death is our EOF
+        # Popen returns once the child is started (a few ms); it never waits for it.
+        process = subprocess.Popen(  # noqa: ASYNC220
+            [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
         self.live[process] = None
         st.pid = process.pid
         threading.Thread(
-            target=self._wait, args=(process, ours, loop, waiter), daemon=True,
+            target=self._wait, args=(process, request, loop, waiter), daemon=True,
             name=f"kode_nb-wait-{process.pid}",
         ).start()  # fmt: skip
         try:
@@ -87,23 +119,29 @@ class ProcessRunner:
 
     def _wait(
         self,
-        process: BaseProcess,
-        conn: Connection,
+        process: subprocess.Popen[bytes],
+        request: bytes,
         loop: asyncio.AbstractEventLoop,
         waiter: asyncio.Future[tuple[str, Any]],
     ) -> None:
-        """In a daemon thread: receive the answer, reap the process, hand the answer over."""
-        outcome: tuple[str, Any]
+        """In a daemon thread: send the call, read the answer, reap the process, hand it over."""
+        assert process.stdin is not None
+        assert process.stdout is not None
         try:
-            data = conn.recv_bytes()
-        except (EOFError, OSError):
-            data = b""
-        finally:
-            conn.close()
-        process.join()
+            process.stdin.write(request)
+            process.stdin.close()
+        except OSError:  # it died (or was killed) before reading the call
+            pass
+        data = process.stdout.read()
+        process.stdout.close()
+        process.wait()
         self.live.pop(process, None)
+        outcome: tuple[str, Any]
         if not data:
-            outcome = ("failed", f"the process ended with exit code {process.exitcode}, no result")
+            outcome = (
+                "failed",
+                f"the process ended with exit code {process.returncode}, no result",
+            )
         else:
             try:
                 outcome = pickle.loads(data)
@@ -122,49 +160,3 @@ class ProcessRunner:
 def _settle(waiter: asyncio.Future[tuple[str, Any]], outcome: tuple[str, Any]) -> None:
     if not waiter.done():
         waiter.set_result(outcome)
-
-
-def resolve(module: str, qualname: str) -> Any:
-    """The function ``module.qualname`` (a Tool's function if the name is bound to a Tool)."""
-    target: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    function = getattr(target, "function", None)
-    if callable(function) and type(target).__name__ == "Tool":
-        return function
-    return target
-
-
-def child_main(
-    conn: Connection, module: str, qualname: str, positional: str | None, payload: bytes
-) -> None:
-    """In the worker process: import the function, call it, send back the outcome."""
-    try:
-        kwargs = pickle.loads(payload)
-        fn = resolve(module, qualname)
-    except BaseException as exc:
-        data = pickle.dumps(("failed", f"importing {module}.{qualname} raised {_describe(exc)}"))
-    else:
-        try:
-            value = fn(kwargs.pop(positional), **kwargs) if positional else fn(**kwargs)
-            data = _dumps(("ok", value), "its result")
-        except BaseException as exc:
-            data = _dumps(("raised", exc), "the exception it raised")
-    with contextlib.suppress(OSError):
-        conn.send_bytes(data)
-    conn.close()
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _dumps(outcome: tuple[str, Any], what: str) -> bytes:
-    try:
-        data = pickle.dumps(outcome)
-        pickle.loads(data)  # an exception class may not rebuild from its args
-        return data
-    except Exception as exc:
-        value = outcome[1]
-        detail = _describe(value) if isinstance(value, BaseException) else type(value).__name__
-        return pickle.dumps(("failed", f"{what} ({detail}) cannot be pickled: {exc}"))

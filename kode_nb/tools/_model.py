@@ -178,21 +178,14 @@ def _process_problem(tool: Tool) -> str:
             "isolation='process' cannot pass a ToolContext to another process; remove the "
             f"{tool.context_param!r} parameter (a timeout or cancel kills the process instead)"
         )
-    import sys
-
     fn = tool.function
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", "")
-    main = sys.modules.get("__main__")
-    if (
-        not module
-        or not qualname
-        or "<" in qualname
-        or (module == "__main__" and not getattr(main, "__file__", None))
-    ):
+    if not module or not qualname or "<" in qualname or module == "__main__":
         return (
             "isolation='process' runs the function in a worker process, which imports it by "
             f"name, but {module}.{qualname or fn!r} cannot be imported there (a notebook cell, a "
-            "nested function or a lambda); define it at module level in a .py file and import it"
+            "script's __main__, a nested function or a lambda); define it at module level in a "
+            ".py module and import it"
         )
     return ""
