@@ -213,8 +213,10 @@ class CallSteps:
         taken = 0
         st.status = "queued"
         timeout = plan.timeout
+        deadline = 0.0
         if timeout and plan.deadlines is not None:  # it counts while waiting for a slot too
-            plan.deadlines.add(st.loop.time() + timeout, st)
+            deadline = st.loop.time() + timeout
+            plan.deadlines.add(deadline, st)
         try:
             for limit in limits:
                 if limit.free > 0 and not limit.waiters:
@@ -222,6 +224,12 @@ class CallSteps:
                 else:
                     st.waiting = limit
                     await limit.take()
+                    if deadline and st.loop.time() >= deadline:  # the slot came too late
+                        taken += 1
+                        st.reason, st.interrupt = "timed out", "timeout"
+                        if st.token is not None:
+                            st.token.cancel("timed out")
+                        return self.interrupted(st)
                 taken += 1
             st.status = "running"
             bus = self._settings.bus
