@@ -80,6 +80,7 @@ NOT_EXPORTED: dict[str, set[str]] = {
         "ArgumentValidator",  # protocol for schema back-ends (kode_nb/tools/_validation.py)
         "BUILTIN_PROFILES",  # documented data, seen through ToolRegistry.profiles()
         "CallMode",  # type alias
+        "Isolation",  # type alias
         "LoadReport",  # returned by ToolRegistry.load_entry_points()
         "RegistryStats",  # returned by ToolRegistry.stats()
         "Selector",  # policy/profile internals

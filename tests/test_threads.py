@@ -81,3 +81,43 @@ def test_a_stuck_sync_tool_does_not_keep_the_interpreter_alive() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "timed_out"
+
+
+def test_an_abandoned_thread_is_replaced_and_ends_when_its_work_returns() -> None:
+    pool = DaemonThreadPool(1, max_abandoned=1)
+    stuck_gate, other_gate = threading.Event(), threading.Event()
+    stuck = pool.submit(stuck_gate.wait, 10)
+    queued = pool.submit(lambda: "ran")  # waits: the only thread is busy
+    for _ in range(500):
+        if stuck.running():
+            break
+        threading.Event().wait(0.01)
+    assert pool.abandon(stuck)
+    assert not pool.abandon(stuck)  # once
+    assert queued.result(timeout=5) == "ran"  # a replacement thread took the queued work
+    assert pool.abandoned == 1
+    # The cap: a second stuck thread is not abandoned, it keeps its place in the pool.
+    other = pool.submit(other_gate.wait, 10)
+    for _ in range(500):
+        if other.running():
+            break
+        threading.Event().wait(0.01)
+    assert not pool.abandon(other)
+    assert pool.threads == 2
+    stuck_gate.set()
+    assert stuck.result(timeout=5) is True
+    for _ in range(500):
+        if pool.abandoned == 0 and pool.threads == 1:
+            break
+        threading.Event().wait(0.01)
+    assert (pool.abandoned, pool.threads) == (0, 1)  # the abandoned thread ended
+    other_gate.set()
+    assert other.result(timeout=5) is True
+    assert pool.submit(lambda: 7).result(timeout=5) == 7
+    assert not pool.abandon(other)  # done work is never abandoned
+    pool.shutdown(wait=True)
+
+
+def test_bad_max_abandoned_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_abandoned"):
+        DaemonThreadPool(1, max_abandoned=-1)

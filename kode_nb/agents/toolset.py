@@ -147,6 +147,7 @@ def derive_executor(
         network_timeout=parent.network_timeout,
         deps=parent.deps if isinstance(deps, NotGiven) else deps,
         user=parent.user,
+        max_stuck_threads=parent.max_stuck_threads,
     )
 
 

@@ -1,8 +1,8 @@
 """Around the body of a call: its worker thread, concurrency slots, timeout, and stopping it.
 
 :class:`Workers` owns one executor's worker threads: it runs a sync tool in a worker thread
-(handing the outcome straight to a loop future) and gives a call's slots back only once its
-thread really ended. The functions plan a tool's limits and timeout (:func:`make_plan`), drive
+(handing the outcome straight to a loop future), gives a call's slots back as soon as the call
+returns, and counts the threads still running after their call returned (stuck threads). The functions plan a tool's limits and timeout (:func:`make_plan`), drive
 generator tools on the loop (:func:`on_loop`) and stop a call on timeout (:func:`on_timeout`).
 :class:`kode_nb.execution._pipeline.CallSteps` composes them; the rules are in
 :mod:`kode_nb.execution._executor`.
@@ -46,13 +46,25 @@ _REMOTE_CATEGORIES = frozenset({ToolCategory.NETWORK, ToolCategory.MCP})
 
 
 class Workers:
-    """One executor's worker threads (started on first use) and the calls still holding slots."""
+    """One executor's worker threads (started on first use) and the calls whose thread is stuck.
 
-    def __init__(self, max_concurrency: int | None) -> None:
+    A call that returns (timed out, cancelled) while its worker thread still runs gives its
+    slots back at once; the thread is *stuck*: it is counted per tool (:attr:`stuck`) and the
+    pool stops counting it (a replacement thread starts). Once ``max_stuck`` threads are stuck,
+    calls of a tool that has a stuck thread are refused (:meth:`refusal`); other tools run on.
+    """
+
+    def __init__(self, max_concurrency: int | None, max_stuck: int = 32) -> None:
         self.size = max(4, max_concurrency) if max_concurrency else 32
+        self.max_stuck = max_stuck
         self.pool: DaemonThreadPool | None = None
         self.stopping: dict[CallState, None] = {}
-        """Calls that returned while their worker thread still runs (they keep their slots)."""
+        """Calls that returned while their worker thread still runs."""
+        self.stuck: dict[str, int] = {}
+        """Tool name -> how many of its calls returned while their worker thread still runs."""
+        self.stuck_total = 0
+        self.processes: Any = None
+        """The :class:`kode_nb.execution._process.ProcessRunner` (made on first use)."""
 
     async def in_thread(self, st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
         """Run a sync (or sync generator) tool in a worker thread, in a copy of the context.
@@ -63,7 +75,7 @@ class Workers:
         """
         pool = self.pool
         if pool is None:
-            pool = self.pool = DaemonThreadPool(self.size)
+            pool = self.pool = DaemonThreadPool(self.size, max_abandoned=self.max_stuck)
         loop = st.loop
         waiter: asyncio.Future[Any] = loop.create_future()
         run = contextvars.copy_context().run
@@ -83,30 +95,70 @@ class Workers:
             value = await value
         return value
 
+    async def in_process(self, st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
+        """Run a ``isolation="process"`` tool in a worker process (killed if the call stops)."""
+        runner = self.processes
+        if runner is None:
+            from kode_nb.execution._process import ProcessRunner
+
+            runner = self.processes = ProcessRunner()
+        return await runner.run(st, plan, kwargs)
+
+    def refusal(self, plan: Plan) -> str | None:
+        """Why a call of ``plan``'s tool must not start now (too many stuck threads), or None."""
+        mine = self.stuck.get(plan.name, 0)
+        if not mine or self.stuck_total < self.max_stuck:
+            return None
+        others = ", ".join(f"{name}: {n}" for name, n in sorted(self.stuck.items()))
+        return (
+            f"Tool '{plan.name}' was not run: {mine} of its earlier calls timed out or were "
+            f"cancelled and their worker threads are still running (stuck), and {self.stuck_total} "
+            f"threads are stuck in all ({others}), which reaches the limit "
+            f"max_stuck_threads={self.max_stuck}. Calls of other tools still run. Its calls run "
+            "again once its stuck threads end; a tool that must be stoppable should check "
+            "ToolContext.cancel, or be declared with isolation='process' (a timeout then kills it)."
+        )
+
     def release(self, st: CallState, taken: int) -> None:
-        """Give back the ``taken`` slots of ``st``: now, or when its worker thread ends."""
-        if not thread_running(st):
-            release_limits(st.plan.limits, taken)
-            return
-        # The call returned but its worker thread still runs: keep the slots until it ends.
+        """Give back the ``taken`` slots of ``st`` now; note its worker thread if it still runs."""
+        release_limits(st.plan.limits, taken)
+        if thread_running(st):
+            self.abandon(st)
+
+    def abandon(self, st: CallState) -> None:
+        """``st`` returned but its worker thread still runs: count it stuck until it ends."""
+        future = st.thread_future
+        assert future is not None
         st.status = "stopping"
         self.stopping[st] = None
+        name = st.plan.name
+        self.stuck[name] = self.stuck.get(name, 0) + 1
+        self.stuck_total += 1
+        if self.pool is not None:
+            self.pool.abandon(future)
         loop = st.loop
 
         def thread_ended(_future: object) -> None:
             with contextlib.suppress(RuntimeError):  # RuntimeError: the loop is closed
-                loop.call_soon_threadsafe(self._thread_ended, st, taken)
+                loop.call_soon_threadsafe(self._thread_ended, st)
 
-        assert st.thread_future is not None
-        st.thread_future.add_done_callback(thread_ended)
+        future.add_done_callback(thread_ended)
 
-    def _thread_ended(self, st: CallState, taken: int) -> None:
-        self.stopping.pop(st, None)
-        release_limits(st.plan.limits, taken)
+    def _thread_ended(self, st: CallState) -> None:
+        if self.stopping.pop(st, False) is None:
+            name = st.plan.name
+            left = self.stuck.get(name, 0) - 1
+            if left > 0:
+                self.stuck[name] = left
+            else:
+                self.stuck.pop(name, None)
+            self.stuck_total -= 1
 
     def shutdown(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.processes is not None:
+            self.processes.close()
 
 
 async def on_loop(st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
@@ -182,6 +234,8 @@ def thread_note(st: CallState) -> str:
     """What the model should know about the worker thread of a call the executor stopped."""
     future = st.thread_future
     if future is None:
+        if st.pid is not None:
+            return f" Its worker process (pid {st.pid}) was killed."
         return ""
     plan: Plan = st.plan
     running = thread_running(st)
@@ -208,7 +262,12 @@ def run_in_worker(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> None:
-    """In a worker thread: ``run(*args, **kwargs)``, then hand the outcome to ``waiter``."""
+    """In a worker thread: ``run(*args, **kwargs)``, then hand the outcome to ``waiter``.
+
+    Work queued for a call that was stopped meanwhile is dropped: it would only be stuck too.
+    """
+    if st.interrupt is not None:
+        return
     try:
         value = run(*args, **kwargs)
     except BaseException as exc:

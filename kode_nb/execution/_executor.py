@@ -26,12 +26,20 @@ gives its message verbatim; ``ToolError`` subclasses keep their message and map 
 cancelled → ``cancelled``).
 
 **Concurrency.** A call waiting for approval holds no slot. A running call holds one slot of
-each limited group it belongs to (taken first, in name order) and one global slot; its timeout
-counts run time only. Sync tools run in the executor's worker threads (``inline=True`` ones on
-the event loop, where a timeout cannot interrupt them). Python cannot kill a thread: on timeout
-or cancellation the tool's :class:`~kode_nb.CancelToken` is set, the call returns at once, and
-its slots stay taken until the thread really ends (:meth:`Executor.running` shows it as
-``stopping``).
+each limited group it belongs to (taken first, in name order) and one global slot. Its timeout
+counts from when it queues for those slots: a call that times out still queued says which limit
+was reached and which calls hold it. Sync tools run in the executor's worker threads
+(``inline=True`` ones on the event loop, where a timeout cannot interrupt them;
+``isolation="process"`` ones in a worker process, killed when the call times out or is
+cancelled).
+
+**Stuck threads.** Python cannot kill a thread: on timeout or cancellation the tool's
+:class:`~kode_nb.CancelToken` is set and the call returns at once, giving its slots back. If
+its worker thread still runs, the thread is *stuck*: :meth:`Executor.running` shows the call as
+``stopping``, :meth:`Executor.stuck` counts it per tool, and it stops counting against the
+thread pool (a replacement thread starts). Once ``max_stuck_threads`` threads are stuck, calls
+of a tool with a stuck thread fail at once (``error``, ``ToolStuckError``) until its threads end;
+other tools keep running.
 
 **Stats.** Every call whose tool was found is recorded once with ``registry.record_call``
 (duration 0 if it never ran; ``failed`` = ``is_error``). An executor serves one event loop at a
@@ -85,7 +93,7 @@ class RunningCall:
     """The tool name as requested."""
     status: str
     """``waiting_approval``, ``queued``, ``running``, or ``stopping`` (the call returned but its
-    worker thread has not ended yet)."""
+    worker thread has not ended yet: a stuck thread, holding no slot)."""
     started: float
     """Wall-clock time the call arrived."""
 
@@ -111,7 +119,9 @@ class Executor:
     (``{"fs": 1}``) cap how many calls run at once; ``default_timeout`` and ``network_timeout``
     (seconds, ``None`` = none; the latter for categories ``network`` and ``mcp``) apply to tools
     without their own ``timeout``. ``deps`` and
-    ``user`` reach tools through their :class:`~kode_nb.ToolContext`.
+    ``user`` reach tools through their :class:`~kode_nb.ToolContext`. ``max_stuck_threads``
+    caps the worker threads left running by calls that timed out or were cancelled (see
+    "Stuck threads" in :mod:`kode_nb.execution._executor`).
     """
 
     policy: PolicyLike
@@ -133,6 +143,7 @@ class Executor:
         network_timeout: float | None = 60.0,
         deps: Any = None,
         user: str | None = None,
+        max_stuck_threads: int = 32,
     ) -> None:
         if registry is not None and not callable(getattr(registry, "get", None)):
             raise ConfigurationError(
@@ -151,6 +162,10 @@ class Executor:
         if max_concurrency is not None and not _is_count(max_concurrency):
             raise ConfigurationError(
                 f"Executor(max_concurrency=...) must be an int >= 1 or None, got {max_concurrency!r}"
+            )
+        if not _is_count(max_stuck_threads):
+            raise ConfigurationError(
+                f"Executor(max_stuck_threads=...) must be an int >= 1, got {max_stuck_threads!r}"
             )
         limits: dict[str, int] = {}
         for group, n in (group_limits or {}).items():
@@ -186,8 +201,8 @@ class Executor:
         self._network_timeout = network_timeout
         self._slots = LoopSlots(None, max_concurrency, limits, on_timeout)
         self._inflight: dict[CallState, None] = {}
-        self._workers = Workers(max_concurrency)
-        self._steps = CallSteps(self, self._workers)
+        self._workers = Workers(max_concurrency, max_stuck_threads)
+        self._steps = CallSteps(self, self._workers, self._inflight)
         self._closed = False
         self._ids = itertools.count(1)
         self._id_prefix = f"call_{secrets.token_hex(4)}_"
@@ -366,6 +381,17 @@ class Executor:
             )
             for s in [*self._inflight, *self._workers.stopping]
         ]  # fmt: skip
+
+    def stuck(self) -> dict[str, int]:
+        """Tool name -> worker threads still running calls that already returned (timed out or
+        cancelled), most first. Such threads hold no slot; see "Stuck threads" above."""
+        counts = self._workers.stuck
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+    @property
+    def max_stuck_threads(self) -> int:
+        """How many stuck threads are tolerated before the tools stuck in them are refused."""
+        return self._workers.max_stuck
 
     def close(self) -> None:
         """Cancel the calls in flight and shut the worker threads down. Idempotent."""

@@ -30,7 +30,7 @@ from kode_nb.events._events import (
 )
 from kode_nb.execution._builders import make_result, text_block
 from kode_nb.execution._control import PLAIN, Workers, on_loop, thread_note
-from kode_nb.execution._plans import ApproverLike, Plan, PolicyLike, RegistryLike
+from kode_nb.execution._plans import ApproverLike, Limit, Plan, PolicyLike, RegistryLike
 from kode_nb.execution._results import convert_value, exception_outcome
 from kode_nb.execution._running import CallState, decide, preview_text
 from kode_nb.policy._approval import ApprovalRequest
@@ -67,11 +67,14 @@ class Settings(Protocol):
 class CallSteps:
     """The per-call machinery of one executor; :class:`kode_nb.Executor` adds the public API."""
 
-    __slots__ = ("_settings", "_workers")
+    __slots__ = ("_inflight", "_settings", "_workers")
 
-    def __init__(self, settings: Settings, workers: Workers) -> None:
+    def __init__(
+        self, settings: Settings, workers: Workers, inflight: Mapping[CallState, None]
+    ) -> None:
         self._settings = settings
         self._workers = workers
+        self._inflight = inflight
 
     def context(self, st: CallState) -> ToolContext:
         """The call's :class:`~kode_nb.ToolContext` (built once, on first need)."""
@@ -193,6 +196,12 @@ class CallSteps:
         if isinstance(checked, ToolResult):
             return checked
         kwargs, json_args, ask_why = checked
+        plan: Plan = st.plan
+        workers = self._workers
+        if workers.stuck_total and plan.threaded:
+            refused = workers.refusal(plan)
+            if refused is not None:
+                return self.fail(st, "error", refused, "ToolStuckError")
         if ask_why is not None:
             assert json_args is not None
             asked = await self.ask(st, tool, json_args, ask_why, approver)
@@ -200,16 +209,27 @@ class CallSteps:
                 return asked
             if asked is not None:
                 kwargs, json_args = asked
-        plan: Plan = st.plan
         limits = plan.limits
         taken = 0
         st.status = "queued"
+        timeout = plan.timeout
+        deadline = 0.0
+        if timeout and plan.deadlines is not None:  # it counts while waiting for a slot too
+            deadline = st.loop.time() + timeout
+            plan.deadlines.add(deadline, st)
         try:
             for limit in limits:
                 if limit.free > 0 and not limit.waiters:
                     limit.free -= 1  # a free slot: no await
                 else:
+                    st.waiting = limit
                     await limit.take()
+                    if deadline and st.loop.time() >= deadline:  # the slot came too late
+                        taken += 1
+                        st.reason, st.interrupt = "timed out", "timeout"
+                        if st.token is not None:
+                            st.token.cancel("timed out")
+                        return self.interrupted(st)
                 taken += 1
             st.status = "running"
             bus = self._settings.bus
@@ -221,9 +241,6 @@ class CallSteps:
                 kwargs = {plan.arguments_param: kwargs}
             if plan.context_param is not None:
                 kwargs = {**kwargs, plan.context_param: self.context(st)}
-            timeout = plan.timeout
-            if timeout and plan.deadlines is not None:
-                plan.deadlines.add(st.loop.time() + timeout, st)
             st.wall0 = _wall()
             st.t0 = _perf()
             try:
@@ -231,10 +248,13 @@ class CallSteps:
                     value = await plan.function(**kwargs)
                 elif plan.threaded:
                     value = await self._workers.in_thread(st, plan, kwargs)
-                elif plan.mode == "sync":  # inline
-                    value = plan.function(**kwargs)
-                    if type(value) not in PLAIN and inspect.isawaitable(value):
-                        value = await value
+                elif plan.mode == "sync":
+                    if plan.process:
+                        value = await workers.in_process(st, plan, kwargs)
+                    else:  # inline
+                        value = plan.function(**kwargs)
+                        if type(value) not in PLAIN and inspect.isawaitable(value):
+                            value = await value
                 else:
                     value = await on_loop(st, plan, kwargs)
             except (Exception, SystemExit) as exc:
@@ -263,8 +283,8 @@ class CallSteps:
         finally:
             if taken == 1 and st.thread_future is None and not limits[0].waiters:
                 limits[0].free += 1  # the usual case, inlined: one free limit, nobody waiting
-            elif taken:
-                self._workers.release(st, taken)
+            elif taken or st.thread_future is not None:
+                workers.release(st, taken)
 
     # ----------------------------------------------------------------- endings
 
@@ -274,6 +294,8 @@ class CallSteps:
         note = thread_note(st)
         if st.interrupt == "timeout":
             timeout = plan.timeout or 0.0
+            if st.status == "queued" and st.waiting is not None:
+                note = self.queued_note(st.waiting)
             message = ToolTimeoutError(plan.name, timeout, note=note).message
             return self.fail(st, "timed_out", message, "ToolTimeoutError", timeout=timeout)
         if st.interrupt is None:
@@ -281,6 +303,19 @@ class CallSteps:
         else:
             message = f"Tool '{plan.name}' was cancelled ({st.reason or 'cancelled'}).{note}"
         return self.fail(st, "cancelled", message, "ToolCancelledError")
+
+    def queued_note(self, limit: Limit) -> str:
+        """Why a call that timed out while queued never ran: the limit, and who holds it."""
+        holders = [
+            f"{s.tool} ({s.call_id})"
+            for s in self._inflight
+            if s.status == "running" and limit in s.plan.limits
+        ]
+        held = f" (running: {', '.join(holders)})" if holders else ""
+        return (
+            f" It timed out waiting for a slot and never ran: {limit.name} reached{held}. "
+            "The timeout counts from when a call queues for a slot."
+        )
 
     def stopped_from_outside(self, st: CallState, why: str) -> None:
         """The caller was cancelled or interrupted: stop the tool and report it, then re-raise."""

@@ -57,9 +57,11 @@ class Limit:
     the first waiter still waiting (first come, first served) or returns it to ``free``.
     """
 
-    __slots__ = ("free", "waiters")
+    __slots__ = ("free", "name", "waiters")
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, name: str = "") -> None:
+        self.name = name or f"a limit of {slots}"
+        """What the limit is, as messages name it (``max_concurrency=3``)."""
         self.free = slots
         """Slots nobody holds."""
         self.waiters: deque[asyncio.Future[None]] = deque()
@@ -108,6 +110,7 @@ class Plan:
         "limits",
         "mode",
         "name",
+        "process",
         "registry",
         "rule_free",
         "threaded",
@@ -127,7 +130,14 @@ class Plan:
         self.name = tool.name
         self.function = _adapt(tool)
         self.mode = tool.mode
-        self.threaded = tool.mode in ("sync", "gen") and not tool.inline
+        self.process: tuple[str, str, str | None] | None = None
+        """For ``isolation="process"``: the function's module, qualified name, and the
+        parameter passed positionally (it runs in a worker process, killed when the call stops)."""
+        if tool.isolation == "process":
+            fn = tool.function
+            positional = tool.arguments_param if self.function is not fn else None
+            self.process = (fn.__module__, fn.__qualname__, positional)
+        self.threaded = tool.mode in ("sync", "gen") and not tool.inline and not self.process
         self.timeout = timeout
         self.deadlines = deadlines
         """The loop's timeout timer (``None`` before the executor met a loop)."""
@@ -159,8 +169,10 @@ class LoopSlots:
         self.thread = threading.get_ident()
         """The loop's thread (this is built on it)."""
         self.deadlines = Deadlines(loop, on_timeout) if loop is not None else None
-        self.global_limit = Limit(limit) if limit is not None else None
-        self.groups = {g: Limit(n) for g, n in sorted(group_limits.items())}
+        self.global_limit = Limit(limit, f"max_concurrency={limit}") if limit is not None else None
+        self.groups = {
+            g: Limit(n, f"group_limits[{g!r}]={n}") for g, n in sorted(group_limits.items())
+        }
         self.plans: dict[Tool, Plan] = {}
 
 

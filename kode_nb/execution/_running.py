@@ -54,6 +54,7 @@ class CallState:
         "on_update",
         "parent_call_id",
         "pending",
+        "pid",
         "plan",
         "reason",
         "registry",
@@ -68,6 +69,7 @@ class CallState:
         "thread_future",
         "token",
         "tool",
+        "waiting",
         "wall0",
     )
 
@@ -107,6 +109,8 @@ class CallState:
         self.token: CancelToken | None = None
         self.context: ToolContext | None = None
         self.thread_future: Future[Any] | None = None
+        self.pid: int | None = None
+        """The worker process of an ``isolation="process"`` call, once started."""
         self.thread_done = False
         """The worker thread has handed the tool's outcome to the loop."""
         self.interrupt: str | None = None
@@ -118,6 +122,8 @@ class CallState:
         self.pending: list[Any] | None = None
         """Updates from worker threads not yet delivered; a drain is scheduled while not None."""
         self.done = False
+        self.waiting: Any = None
+        """The :class:`~kode_nb.execution._plans.Limit` the call last queued for, if any."""
         self.t0 = 0.0
         """``perf_counter()`` when the body started (0: it never ran)."""
         self.wall0 = 0.0

@@ -76,7 +76,8 @@ def tools_command(session: KodeSession, args: Any) -> None:
             tools = [t for t in tools if t.kind.value == args.kind]
         if args.group:
             tools = [t for t in tools if t.key in _group_members(session, args.group)]
-        _display(T.registry_html(registry, tools), T.registry_text(registry, tools))
+        stuck = session.executor.stuck()  # worker threads still running timed-out calls
+        _display(T.registry_html(registry, tools, stuck), T.registry_text(registry, tools, stuck))
         return
     if not args.name:
         raise UsageError(f"%tools {args.action} needs a tool name: %tools {args.action} NAME")

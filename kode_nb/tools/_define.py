@@ -25,7 +25,7 @@ from typing import Any, TypeVar, overload
 from kode_nb.errors import ToolDefinitionError
 from kode_nb.tools._docstrings import parse_docstring
 from kode_nb.tools._introspect import docstring_of, signature_of, unwrap
-from kode_nb.tools._model import ArgumentValidator, Tool
+from kode_nb.tools._model import ArgumentValidator, Isolation, Tool
 from kode_nb.tools._registry import ToolRegistry, default_registry
 from kode_nb.tools._schema import (
     call_mode,
@@ -66,6 +66,7 @@ def define_tool(
     is_output_markdown: bool = False,
     can_update_output: bool | None = None,
     inline: bool = False,
+    isolation: str = "thread",
     require_descriptions: bool = False,
     preview: _Preview | None = None,
     metadata: Mapping[str, Any] | None = None,
@@ -93,6 +94,9 @@ def define_tool(
         can_update_output: The tool streams partial output; defaults to True for generators
             and for functions that take a ToolContext.
         inline: A fast sync tool that may run on the event loop instead of a worker thread.
+        isolation: ``"process"`` runs each call of a sync tool in a fresh worker process that a
+            timeout or cancel kills (the function must be importable from a module file, its
+            arguments and result picklable); ``"thread"`` (default): a worker thread.
         require_descriptions: Fail unless the tool and every argument are described.
         preview: Renders a call's effect (e.g. a diff) for the approval prompt.
         metadata: Free-form extra data.
@@ -147,6 +151,7 @@ def define_tool(
         is_output_markdown=bool(is_output_markdown),
         can_update_output=bool(can_update_output),
         inline=bool(inline),
+        isolation=typing.cast("Isolation", isolation),
         mode=mode,
         context_param=context_param,
         arguments_param=arguments_param,

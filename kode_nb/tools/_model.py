@@ -23,12 +23,17 @@ from kode_nb.types import (
 if TYPE_CHECKING:
     from kode_nb.types import ToolContext
 
-__all__ = ["ArgumentValidator", "CallMode", "Tool"]
+__all__ = ["ArgumentValidator", "CallMode", "Isolation", "Tool"]
 
 CallMode: TypeAlias = Literal["sync", "async", "async_gen", "gen"]
 """How the executor drives ``Tool.function``: plain call (in a worker thread unless ``inline``),
 awaited coroutine, async generator (each item an update, the last the result), or sync
 generator (each item an update, the ``return`` value or last item the result)."""
+
+
+Isolation: TypeAlias = Literal["thread", "process"]
+"""Where a sync tool runs: a worker thread (which a timeout can only signal), or a fresh worker
+process per call (which a timeout or cancel kills)."""
 
 
 class ArgumentValidator(Protocol):
@@ -83,6 +88,10 @@ class Tool:
     """The tool streams partial output (``on_update`` or yields)."""
     inline: bool = False
     """A sync tool declared fast: run on the event loop instead of a worker thread."""
+    isolation: Isolation = "thread"
+    """``"process"``: a sync tool declared unsafe to leave running: each call runs in a fresh
+    worker process, killed on timeout or cancel. The function must be importable by name (a
+    module-level function of a module file), its arguments and result picklable."""
     mode: CallMode = "sync"
     """How the executor drives the function."""
     context_param: str | None = None
@@ -121,6 +130,12 @@ class Tool:
                 f"timeout must be a positive number of seconds, got {self.timeout!r}",
                 function=self.source or name,
             )
+        if self.isolation != "thread":
+            problem = _process_problem(self)
+            if problem:
+                from kode_nb.errors import ToolDefinitionError
+
+                raise ToolDefinitionError(problem, function=self.source or name)
         if isinstance(self.approval, str) and self.approval not in ("auto", "ask", "deny"):
             from kode_nb.errors import ToolDefinitionError
 
@@ -149,3 +164,28 @@ class Tool:
         return (
             f"Tool(name={self.name!r}, kind={self.kind.value!r}, category={self.category.value!r})"
         )
+
+
+def _process_problem(tool: Tool) -> str:
+    """Why ``tool`` cannot run with ``isolation="process"`` (empty: it can)."""
+    if tool.isolation != "process":
+        return f"isolation must be 'thread' or 'process', got {tool.isolation!r}"
+    if tool.mode != "sync" or tool.inline:
+        what = "inline=True" if tool.inline else f"a {tool.mode} function"
+        return f"isolation='process' needs a plain sync function, not {what}"
+    if tool.context_param is not None:
+        return (
+            "isolation='process' cannot pass a ToolContext to another process; remove the "
+            f"{tool.context_param!r} parameter (a timeout or cancel kills the process instead)"
+        )
+    fn = tool.function
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", "")
+    if not module or not qualname or "<" in qualname or module == "__main__":
+        return (
+            "isolation='process' runs the function in a worker process, which imports it by "
+            f"name, but {module}.{qualname or fn!r} cannot be imported there (a notebook cell, a "
+            "script's __main__, a nested function or a lambda); define it at module level in a "
+            ".py module and import it"
+        )
+    return ""

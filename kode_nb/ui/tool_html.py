@@ -157,6 +157,8 @@ def _meta_line(tool: Tool) -> str:
         parts.append(f"mode: {tool.mode}")
     if tool.inline:
         parts.append("inline")
+    if tool.isolation != "thread":
+        parts.append(f"isolation: {tool.isolation}")
     return " · ".join(parts)
 
 
@@ -193,7 +195,11 @@ def tool_text(tool: Tool) -> str:
     return f"{head}\n{tool.description}\n{params_table_text(tool.parameters)}"
 
 
-def tool_rows(registry: ToolRegistry, tools: Iterable[Tool]) -> list[tuple[str, ...]]:
+def tool_rows(
+    registry: ToolRegistry, tools: Iterable[Tool], stuck: Mapping[str, int] | None = None
+) -> list[tuple[str, ...]]:
+    """One row per tool; with ``stuck`` (tool name -> stuck worker threads, from
+    ``Executor.stuck()``) a last cell says ``N stuck`` (empty for tools with none)."""
     rows: list[tuple[str, ...]] = []
     for t in tools:
         s = registry.stats(t.name)
@@ -209,20 +215,33 @@ def tool_rows(registry: ToolRegistry, tools: Iterable[Tool]) -> list[tuple[str, 
                 mean,
             )
         )
+        if stuck is not None:
+            n = stuck.get(t.name, 0)
+            rows[-1] += (f"{n} stuck" if n else "",)
     return rows
 
 
 _REGISTRY_HEADER = ("name", "kind", "category", "groups", "calls", "failures", "mean")
 
 
-def registry_html(registry: ToolRegistry, tools: Iterable[Tool] | None = None) -> str:
-    rows = tool_rows(registry, registry.list() if tools is None else tools)
+def _header(stuck: Mapping[str, int] | None) -> tuple[str, ...]:
+    return (*_REGISTRY_HEADER, "threads") if stuck is not None else _REGISTRY_HEADER
+
+
+def registry_html(
+    registry: ToolRegistry,
+    tools: Iterable[Tool] | None = None,
+    stuck: Mapping[str, int] | None = None,
+) -> str:
+    """The tool table; ``stuck`` (``Executor.stuck()``) adds a column when any thread is stuck."""
+    stuck = stuck or None
+    rows = tool_rows(registry, registry.list() if tools is None else tools, stuck)
     title = f"{len(rows)} tool{'s' if len(rows) != 1 else ''}"
     if registry.name:
         title = f"registry {esc(registry.name)}: {title}"
     if not rows:
         return f'<div style="{BOX}">{title}.</div>'
-    head = "".join(f'<th style="{TD}">{h}</th>' for h in _REGISTRY_HEADER)
+    head = "".join(f'<th style="{TD}">{h}</th>' for h in _header(stuck))
     body = "".join(
         "<tr>"
         + f'<td style="{TD}"><code>{esc(r[0])}</code></td><td style="{TD}">{kind_badge(r[1])}</td>'
@@ -236,8 +255,13 @@ def registry_html(registry: ToolRegistry, tools: Iterable[Tool] | None = None) -
     )
 
 
-def registry_text(registry: ToolRegistry, tools: Iterable[Tool] | None = None) -> str:
-    rows = tool_rows(registry, registry.list() if tools is None else tools)
+def registry_text(
+    registry: ToolRegistry,
+    tools: Iterable[Tool] | None = None,
+    stuck: Mapping[str, int] | None = None,
+) -> str:
+    stuck = stuck or None
+    rows = tool_rows(registry, registry.list() if tools is None else tools, stuck)
     if not rows:
         return "No tools."
-    return _text_table(_REGISTRY_HEADER, rows)
+    return _text_table(_header(stuck), rows)
