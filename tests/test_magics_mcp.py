@@ -54,8 +54,14 @@ def test_connect_list_tools_call_disconnect(ip: Any, capsys: pytest.CaptureFixtu
     ip.run_line_magic("mcp", "list")
     assert capsys.readouterr().out.splitlines()[2].split() == ["demo", "connected", "stdio", "3"]
     ip.run_line_magic("mcp", "tools demo")
-    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]]
-    assert rows == [["count_slowly", "read"], ["forget_note", "delete"], ["word_count", "read"]]
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[2:]]
+    assert rows == [
+        ["count_slowly", "read", "no"], ["forget_note", "delete", "no"], ["word_count", "read", "no"]
+    ]  # fmt: skip
+    ip.run_line_magic("mcp", "trust demo word_count")
+    assert capsys.readouterr().out == (
+        "Trusting MCP server 'demo': tools word_count. Trusted now: word_count.\n"
+    )
     handle = ip.run_line_magic("tool", 'word_count text="one two three"')
     assert handle.result().text == "3"
     assert session.registry.get("word_count").category.value == "mcp"

@@ -175,6 +175,23 @@ class NotebookMcp:
             self._spawn(self.manager.disconnect(name), f"kode_nb MCP disconnect {name}")
         return removed
 
+    def trust(self, name: str, tools: list[str], *, trusted: bool = True) -> list[str]:
+        """Trust (or stop trusting) server ``name`` or some of its tools (MCP names); returns
+        the registry names of the tools that are trusted now."""
+        magic = "%mcp trust" if trusted else "%mcp untrust"
+        self.require(name, magic)
+        connection = self.manager[name]
+        listed = {str(t.metadata.get("mcp_tool")) for t in connection.tools}
+        unknown = [t for t in tools if t not in listed]
+        if unknown:
+            raise UsageError(
+                f"{magic} {name}: no tool {unknown[0]!r} on that server; its tools: "
+                + (", ".join(sorted(listed)) or "none")
+            )
+        tools_now = connection.trust(*tools) if trusted else connection.untrust(*tools)
+        own = {t.source for t in tools_now if connection.is_trusted(str(t.metadata["mcp_tool"]))}
+        return [t.name for t in self.session.registry.list() if t.source in own]
+
     def require(self, name: str, magic: str, *, connected: bool = True) -> None:
         state = self.states.get(name)
         if state is None:

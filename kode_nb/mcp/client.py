@@ -82,6 +82,10 @@ class McpConnection:
         self._refresher = Refresher(config.name, self._refresh_tools)
         self._sessions = 0  # sessions opened so far: a later one is a reconnect
         self._registrations: dict[int, tuple[ToolRegistry, bool | None]] = {}
+        self._trust_all = config.trust
+        self._trusted: set[str] = set(config.trusted_tools)
+        self._distrusted: set[str] = set()
+        self._skipped: dict[str, str] = {}
 
     # ----------------------------------------------------------------- state
 
@@ -98,6 +102,12 @@ class McpConnection:
     def tools(self) -> list[Tool]:
         """The wrapped tools from the last listing, with their unprefixed names."""
         return [tool for _, tool in self._listed.values()]
+
+    @property
+    def skipped_tools(self) -> dict[str, str]:
+        """Tools of the last listing left out, by MCP name, with why (a malformed definition,
+        an unusable ``inputSchema``); the server's other tools are registered."""
+        return dict(self._skipped)
 
     @property
     def refresh_error(self) -> str | None:
@@ -138,6 +148,42 @@ class McpConnection:
             f"McpConnection({self.name!r}, {self.config.transport} {self.config.describe()!r}, "
             f"{len(self._listed)} tools, {state})"
         )
+
+    # ----------------------------------------------------------------- trust
+
+    def is_trusted(self, mcp_name: str) -> bool:
+        """Whether the annotations of the server's tool ``mcp_name`` are trusted (see
+        :mod:`kode_nb.mcp.config`): untrusted tools always ask for approval."""
+        if mcp_name in self._distrusted:
+            return False
+        return self._trust_all or mcp_name in self._trusted
+
+    def trust(self, *tools: str) -> list[Tool]:
+        """Trust the server (no ``tools``) or these tools (MCP names, as listed); the tools are
+        wrapped again (and re-registered) with their annotations deciding approval."""
+        if tools:
+            self._trusted.update(tools)
+            self._distrusted.difference_update(tools)
+        else:
+            self._trust_all = True
+            self._distrusted.clear()
+        return self._rewrap()
+
+    def untrust(self, *tools: str) -> list[Tool]:
+        """Stop trusting the server (no ``tools``: also every tool trusted one by one) or these
+        tools; they ask for approval again whatever their annotations claim."""
+        if tools:
+            self._trusted.difference_update(tools)
+            self._distrusted.update(tools)
+        else:
+            self._trust_all = False
+            self._trusted.clear()
+            self._distrusted.clear()
+        return self._rewrap()
+
+    def _rewrap(self) -> list[Tool]:
+        self._apply([item for item, _ in self._listed.values()], self._skipped)
+        return self.tools
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -248,15 +294,21 @@ class McpConnection:
     async def list_tools(self) -> list[Tool]:
         """Ask the server for its tools, rebuild :attr:`tools`, update registered copies."""
         link = await self._session_link()
-        self._apply(await link.list_tools())
+        self._apply(*await link.list_tools())
         return self.tools
 
-    def _apply(self, listing: list[mt.Tool]) -> None:
+    def _apply(self, listing: list[mt.Tool], skipped: dict[str, str]) -> None:
         """Make ``listing`` the tools, also in every registry they were registered in (each
-        registry all or nothing); raises the first registry's failure after trying them all."""
+        registry all or nothing); raises the first registry's failure after trying them all.
+        ``skipped``: tools the listing left out (more are added for unusable schemas)."""
+        skipped = dict(skipped)
         self._listed = wrap_listing(
-            listing, self._listed, server=self.name, timeout=self.config.timeout, call=self._call
-        )
+            listing, self._listed, server=self.name, timeout=self.config.timeout,
+            call=self._call, trusted=self.is_trusted, skipped=skipped,
+        )  # fmt: skip
+        self._skipped = skipped
+        for name, why in skipped.items():
+            log.warning("MCP server %r: tool %r skipped: %s", self.name, name, why)
         tools = self.tools
         failures: list[Exception] = []
         for registry, prefix in list(self._registrations.values()):
@@ -277,10 +329,10 @@ class McpConnection:
         link = self._link
         if self._closed or link is None or link.state is not LinkState.OPEN:
             return  # no open session: nothing to list from
-        listing = await link.list_tools()
+        listing, skipped = await link.list_tools()
         if self._closed or self._link is not link:
             return  # disconnected or reconnected meanwhile: this listing is stale
-        self._apply(listing)
+        self._apply(listing, skipped)
 
     def _unavailable(self, tool: str, reason: str) -> McpServerUnavailableError:
         if self._closed:
