@@ -27,7 +27,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "environment_secrets", "is_secret_key", "redact", "redact_text"]
+__all__ = [
+    "REDACTED",
+    "add_secret",
+    "discard_secret",
+    "environment_secrets",
+    "is_secret_key",
+    "redact",
+    "redact_text",
+]
 
 REDACTED = "[REDACTED]"
 """What a secret is replaced with."""
@@ -94,10 +102,27 @@ def _secret_names(env: Mapping[str, str]) -> tuple[str, ...]:
     return names
 
 
+_ADDED: set[str] = set()
+"""Secrets made here rather than read from the environment (:func:`add_secret`)."""
+
+
+def add_secret(value: str) -> None:
+    """Redact ``value`` everywhere from now on, like an environment secret (e.g. the bearer
+    token of an MCP server this process serves)."""
+    if isinstance(value, str) and len(value.strip()) >= _MIN_ENV_SECRET:
+        _ADDED.add(value)
+
+
+def discard_secret(value: str) -> None:
+    """Stop treating ``value`` (given to :func:`add_secret`) as a secret."""
+    _ADDED.discard(value)
+
+
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The secret values in the environment now (longest first, so overlaps redact fully)."""
+    """The secret values in the environment now, and those given to :func:`add_secret`
+    (longest first, so overlaps redact fully)."""
     env = os.environ if environ is None else environ
-    found = set()
+    found = set(_ADDED)
     for name in _secret_names(env):
         value = env.get(name)
         if value is not None and len(value.strip()) >= _MIN_ENV_SECRET:

@@ -11,9 +11,11 @@ Usage::
     %mcp trust NAME [TOOL ...]          trust the server's (or these tools') annotations: its
                                         read-only tools then run without asking
     %mcp untrust NAME [TOOL ...]        ask for every (or these) of its tools again
-    %mcp serve [--port N] [--tools PATTERN ...] [--name NAME]
+    %mcp serve [--port N] [--tools PATTERN ...] [--name NAME] [--no-auth]
                                         serve the notebook's tools over streamable HTTP on
-                                        127.0.0.1 (``--tools``: fnmatch patterns; default all)
+                                        127.0.0.1 (``--tools``: fnmatch patterns; default all);
+                                        clients must send the bearer token the cell shows
+                                        (``--no-auth``: none, with a warning)
     %mcp stop                           stop serving (the port is free when it returns)
 
 **Never blocking the cell.** In a kernel, connecting runs as a task on the kernel's loop: the
@@ -75,7 +77,7 @@ _COMMANDS = ("connect", "list", "tools", "disconnect", "trust", "untrust", "serv
 _USAGE = (
     "%mcp connect NAME -- CMD ARGS... | %mcp connect NAME URL | %mcp list | %mcp tools NAME | "
     "%mcp disconnect NAME | %mcp trust NAME [TOOL ...] | %mcp untrust NAME [TOOL ...] | "
-    "%mcp serve [--port N] [--tools PATTERN ...] | %mcp stop"
+    "%mcp serve [--port N] [--tools PATTERN ...] [--no-auth] | %mcp stop"
 )
 
 
@@ -143,6 +145,7 @@ def _serve_parser() -> _Parser:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tools", nargs="+", metavar="PATTERN")
     parser.add_argument("--name", default="kode_nb")
+    parser.add_argument("--no-auth", action="store_true")
     return parser
 
 
@@ -179,7 +182,7 @@ def mcp_line(session: KodeSession, line: str) -> Any:
         return None
     if action == "serve":
         args = _serve_parser().parse_args(rest)
-        return state.serve(tools=args.tools, port=args.port, name=args.name)
+        return state.serve(tools=args.tools, port=args.port, name=args.name, auth=not args.no_auth)
     if rest:
         raise UsageError(f"%mcp {action} takes no arguments, got {' '.join(rest)!r}")
     if action == "stop":

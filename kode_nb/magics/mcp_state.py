@@ -206,7 +206,12 @@ class NotebookMcp:
     # ------------------------------------------------------------------ serving
 
     def serve(
-        self, *, tools: list[str] | None = None, port: int = 0, name: str = "kode_nb"
+        self,
+        *,
+        tools: list[str] | None = None,
+        port: int = 0,
+        name: str = "kode_nb",
+        auth: bool = True,
     ) -> NotebookServer:
         """Serve the session's tools on 127.0.0.1 from the running kernel (see the module doc)."""
         if self._loop() is None:
@@ -227,7 +232,7 @@ class NotebookMcp:
         port = _free_port(port)
         from kode_nb.magics.mcp_serving import NotebookServer
 
-        server = NotebookServer(self.session, port=port, patterns=tools, name=name)
+        server = NotebookServer(self.session, port=port, patterns=tools, name=name, auth=auth)
         self.server = server
         server.on_stop = self._forget_server
         server.show()

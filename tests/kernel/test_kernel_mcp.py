@@ -77,6 +77,10 @@ def _port_free(port: int) -> bool:
         sock.close()
 
 
+AUTH: dict[str, str] = {}
+"""The headers the served notebook wants (its bearer token), set by the ``served`` fixture."""
+
+
 class ClientCall:
     """One MCP ``tools/call`` made by the SDK's client from a thread of the test process."""
 
@@ -88,11 +92,13 @@ class ClientCall:
 
     def _run(self, url: str, tool: str, arguments: dict[str, Any]) -> None:
         from mcp.client.session import ClientSession
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         async def go() -> Any:
             async with (
-                streamable_http_client(url) as (read, write),
+                httpx2.AsyncClient(headers=AUTH) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
@@ -126,6 +132,7 @@ class ClientWatch:
     def _run(self, url: str) -> None:
         import mcp_types as mt
         from mcp.client.session import ClientSession
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         async def heard(message: Any) -> None:
@@ -134,7 +141,8 @@ class ClientWatch:
 
         async def go() -> None:
             async with (
-                streamable_http_client(url) as (read, write),
+                httpx2.AsyncClient(headers=AUTH) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
                 ClientSession(read, write, message_handler=heard) as session,
             ):
                 await session.initialize()
@@ -255,6 +263,11 @@ def served(kernel: Kernel) -> Iterator[str]:
     run = kernel.ok("srv = %mcp serve --tools write_note\nawait srv")
     assert "MCP server starting: 1 tool (write_note) at http://127.0.0.1:" in run.text()
     url = kernel.value("srv.url")
+    AUTH.clear()
+    AUTH["Authorization"] = f"Bearer {kernel.value('srv.token')}"
+    shown = kernel.run("srv").text()  # the panel shows the token, and a client config
+    assert AUTH["Authorization"] in shown
+    assert '"mcpServers"' in shown
     assert "already serving" in kernel.run("%mcp serve").error_text
     yield url
     kernel.ok("%mcp stop")
