@@ -91,8 +91,8 @@ class ClientCall:
         self.thread.start()
 
     def _run(self, url: str, tool: str, arguments: dict[str, Any]) -> None:
-        from mcp.client.session import ClientSession
         import httpx2
+        from mcp.client.session import ClientSession
         from mcp.client.streamable_http import streamable_http_client
 
         async def go() -> Any:
@@ -130,9 +130,9 @@ class ClientWatch:
         self.thread.start()
 
     def _run(self, url: str) -> None:
+        import httpx2
         import mcp_types as mt
         from mcp.client.session import ClientSession
-        import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
         async def heard(message: Any) -> None:
