@@ -22,6 +22,11 @@ coalesce) and every registry they were registered in is updated: new tools added
 longer listed removed, changed ones replaced, unchanged ones left as they are. A refresh that
 fails is logged and kept in :attr:`McpConnection.refresh_error`; the tools registered before stay.
 
+**Limits.** A message from the server larger than ``config.max_result_bytes`` (default 10 MB)
+is not read: over stdio it is skipped as it arrives (:mod:`kode_nb.mcp._stdio`), over HTTP the
+response body stops being read at the limit (:mod:`kode_nb.mcp._http_limit`); the call returns
+an error naming the limit.
+
 **Failures.** Progress notifications become ``ctx.on_update("[3/5] message\\n")`` lines.
 ``isError`` results are error results with the server's message. When the server crashes or the
 connection drops, the call returns an error result from :class:`McpServerUnavailableError`
@@ -42,16 +47,18 @@ import anyio
 import httpx2
 import mcp_types as mt
 from mcp.client.session import ClientSession, IncomingMessage
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from kode_nb import __version__
 from kode_nb.errors import ConfigurationError, ToolError
 from kode_nb.mcp._convert import from_mcp_result, progress_text
+from kode_nb.mcp._http_limit import is_too_large, limit_json_bodies
 from kode_nb.mcp._links import Link, LinkState, describe_error
 from kode_nb.mcp._refresh import Refresher
 from kode_nb.mcp._registration import register_tools, unregister_tools
+from kode_nb.mcp._stdio import bounded_stdio_client
 from kode_nb.mcp._wrapping import Listed, wrap_listing
 from kode_nb.mcp.config import McpServerConfig
 from kode_nb.mcp.errors import McpConnectionError, McpServerUnavailableError
@@ -265,14 +272,21 @@ class McpConnection:
                         env=dict(cfg.env) or None, cwd=cfg.cwd,
                     )  # fmt: skip
                     errlog = cast(TextIO, link.stderr_file)
-                    read, write = await stack.enter_async_context(stdio_client(params, errlog))
+                    read, write = await stack.enter_async_context(
+                        bounded_stdio_client(params, errlog, cfg.max_result_bytes)
+                    )
                 else:
                     client = httpx2.AsyncClient(
-                        headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=300.0)
-                    )
+                        headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=300.0),
+                        event_hooks={"response": [limit_json_bodies(cfg.max_result_bytes)]},
+                    )  # fmt: skip
                     await stack.enter_async_context(client)
                     read, write = await stack.enter_async_context(
-                        streamable_http_client(str(cfg.url), http_client=client)
+                        streamable_http_client(
+                            str(cfg.url),
+                            http_client=client,
+                            max_sse_event_size=cfg.max_result_bytes,
+                        )
                     )
                 session = ClientSession(
                     read, write, client_info=_CLIENT_INFO, message_handler=self._on_message
@@ -360,6 +374,13 @@ class McpConnection:
         try:
             result = await session.call_tool(mcp_name, arguments, progress_callback=progress)
         except MCPError as exc:
+            if is_too_large(exc.message):  # the session is fine: only this result was refused
+                size = self.config.max_result_bytes
+                raise ToolError(
+                    ctx.tool,
+                    f"MCP server '{self.name}', tool '{mcp_name}': the result is too large: "
+                    f"over {size / 1024 / 1024:.1f} MB (max_result_bytes), so it was not read",
+                ) from None
             if exc.code == mt.CONNECTION_CLOSED:
                 reason = await link.lost(
                     "the server process ended the connection (did it exit?)"

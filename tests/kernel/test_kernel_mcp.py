@@ -30,6 +30,7 @@ ignored = true
 
 [mcp.servers.demo]
 command = [{json.dumps(sys.executable)}, {json.dumps(str(DEMO))}]
+trust = true
 
 [mcp.servers.broken]
 command = ["/nonexistent/mcp-server"]
@@ -192,7 +193,7 @@ def test_config_servers_connect_in_the_background_at_load(kernel: Kernel) -> Non
 
 
 def test_a_connected_servers_tool_streams_progress(kernel: Kernel) -> None:
-    assert "count_slowly  read" in kernel.ok("%mcp tools demo").stdout
+    assert "count_slowly  read  yes" in kernel.ok("%mcp tools demo").stdout
     kernel.ok("h = %tool count_slowly steps=3 delay=0.05")
     kernel.ok("r = await h")
     assert kernel.value("r.text") == "counted to 3"

@@ -1,5 +1,6 @@
 """The MCP client's defences against a server: its annotations are claims (untrusted tools ask),
-malformed tool definitions are skipped, and names of the client's own tools are not taken.
+malformed tool definitions are skipped, names of the client's own tools are not taken, and a
+result over ``max_result_bytes`` is refused without being read.
 
 Against ``tests/mcp/servers/hostile.py``, a real MCP server run over stdio.
 """
@@ -7,10 +8,12 @@ Against ``tests/mcp/servers/hostile.py``, a real MCP server run over stdio.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_helpers import HOSTILE
+from mcp_helpers import HOSTILE, HttpServer
 
 from kode_nb import AutoApprove, Executor, ToolKind, ToolRegistry, define_tool
 from kode_nb.approval import ApprovalRequest, approve
@@ -113,3 +116,47 @@ async def test_a_server_tool_does_not_take_a_local_name(registry: ToolRegistry) 
         assert registry.require("h_lookup").source == "mcp:h/lookup"
         ex = Executor(registry, approver=AutoApprove())
         assert (await ex.call("h_lookup", {})).text == "from the server"
+
+
+@pytest.fixture
+def hostile_http() -> Iterator[HttpServer]:
+    server = HttpServer(script=HOSTILE)
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_huge_result_is_refused_quickly_and_the_session_lives(
+    registry: ToolRegistry, transport: str, request: pytest.FixtureRequest
+) -> None:
+    where: dict[str, Any] = (
+        {"command": COMMAND}
+        if transport == "stdio"
+        else {"url": request.getfixturevalue("hostile_http").url}
+    )
+    async with await connect("h", **where) as conn:
+        conn.register()
+        ex = Executor(registry, approver=AutoApprove())
+        started = time.monotonic()
+        refused = await ex.call("big", {"megabytes": 50})
+        took = time.monotonic() - started
+        assert refused.status == "error"
+        assert refused.text == (
+            "MCP server 'h', tool 'big': the result is too large: over 10.0 MB "
+            "(max_result_bytes), so it was not read"
+        )
+        assert took < 30  # not a benchmark: before the limit, stdio took over 60 s
+        fine = await ex.call("big", {"megabytes": 4})  # under the default limit (SSE: > 1 MB)
+        assert fine.status == "ok"
+        assert len(fine.text) == 4 * 1024 * 1024
+    small = McpServerConfig(name="small", max_result_bytes=100_000, **where)
+    async with await connect(small) as conn:
+        conn.register(ToolRegistry(), prefix=True)
+        tool = next(t for t in conn.tools if t.name == "big")
+        ex = Executor(ToolRegistry(), approver=AutoApprove())
+        ex.registry.register(tool)
+        assert (await ex.call("big", {"megabytes": 0.02})).status == "ok"
+        over = await ex.call("big", {"megabytes": 0.2})
+        assert "over 0.1 MB (max_result_bytes)" in over.text
