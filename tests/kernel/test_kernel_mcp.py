@@ -193,7 +193,8 @@ def test_config_servers_connect_in_the_background_at_load(kernel: Kernel) -> Non
 
 
 def test_a_connected_servers_tool_streams_progress(kernel: Kernel) -> None:
-    assert "count_slowly  read  yes" in kernel.ok("%mcp tools demo").stdout
+    rows = [line.split()[:3] for line in kernel.ok("%mcp tools demo").stdout.splitlines()]
+    assert ["count_slowly", "read", "yes"] in rows  # trusted in the config file
     kernel.ok("h = %tool count_slowly steps=3 delay=0.05")
     kernel.ok("r = await h")
     assert kernel.value("r.text") == "counted to 3"
