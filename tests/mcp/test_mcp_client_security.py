@@ -127,14 +127,24 @@ def hostile_http() -> Iterator[HttpServer]:
         server.kill()
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.fixture
+def hostile_json() -> Iterator[HttpServer]:
+    """The hostile server answering with JSON bodies instead of SSE streams."""
+    server = HttpServer(script=HOSTILE, args=["--json"])
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http", "json"])
 async def test_a_huge_result_is_refused_quickly_and_the_session_lives(
     registry: ToolRegistry, transport: str, request: pytest.FixtureRequest
 ) -> None:
     where: dict[str, Any] = (
         {"command": COMMAND}
         if transport == "stdio"
-        else {"url": request.getfixturevalue("hostile_http").url}
+        else {"url": request.getfixturevalue(f"hostile_{transport}").url}
     )
     async with await connect("h", **where) as conn:
         conn.register()
@@ -148,6 +158,7 @@ async def test_a_huge_result_is_refused_quickly_and_the_session_lives(
             "(max_result_bytes), so it was not read"
         )
         assert took < 30  # not a benchmark: before the limit, stdio took over 60 s
+        assert conn.connected
         fine = await ex.call("big", {"megabytes": 4})  # under the default limit (SSE: > 1 MB)
         assert fine.status == "ok"
         assert len(fine.text) == 4 * 1024 * 1024
