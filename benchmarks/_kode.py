@@ -57,14 +57,15 @@ class KodeBench:
 
     def thread_pool(self) -> Any:
         """The worker pool the executor hops sync tools to (private attribute), if it has one."""
-        pool = getattr(self.executor, "_pool", None)
+        workers = getattr(self.executor, "_workers", None)  # kode_nb/execution/_control.py
+        pool = getattr(workers, "pool", None)
         return pool if callable(getattr(pool, "submit", None)) else None
 
     def thread_pool_note(self) -> str:
-        """Which thread pool the executor hops to, if it says (attribute names are guesses)."""
-        for attr in ("_thread_pool", "_pool", "thread_pool", "_executor"):
-            if hasattr(self.executor, attr):
-                return f"Executor.{attr}={type(getattr(self.executor, attr)).__name__}"
+        """Which thread pool the executor hops sync tools to."""
+        pool = self.thread_pool()
+        if pool is not None:
+            return f"Executor._workers.pool={type(pool).__name__}"
         return "the event loop's default executor"
 
     # ----------------------------------------------------------------------- concurrency

@@ -11,22 +11,22 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> public module (or subpackage) it comes from
 _EXPORTS: dict[str, str] = {
     "Agent": "kode_nb.agents.loop",
     "AgentDefinition": "kode_nb.agents.subagent",
     "AgentRunResult": "kode_nb.agents.result",
-    "ApprovalDecision": "kode_nb.approval",
-    "ApprovalRequest": "kode_nb.approval",
-    "Approver": "kode_nb.approval",
-    "AutoApprove": "kode_nb.approval",
-    "AutoDeny": "kode_nb.approval",
-    "CallbackApprover": "kode_nb.approval",
+    "ApprovalDecision": "kode_nb.policy",
+    "ApprovalRequest": "kode_nb.policy",
+    "Approver": "kode_nb.policy",
+    "AutoApprove": "kode_nb.policy",
+    "AutoDeny": "kode_nb.policy",
+    "CallbackApprover": "kode_nb.policy",
     "CancelToken": "kode_nb.types",
     "ConfigurationError": "kode_nb.errors",
     "DuplicateToolError": "kode_nb.errors",
     "EventBus": "kode_nb.events",
-    "Executor": "kode_nb.executor",
+    "Executor": "kode_nb.execution",
     "ImageBlock": "kode_nb.types",
     "JsonBlock": "kode_nb.types",
     "JsonlAuditLog": "kode_nb.events",
@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     "Policy": "kode_nb.policy",
     "TextBlock": "kode_nb.types",
     "Tool": "kode_nb.tools",
-    "ToolCall": "kode_nb.executor",
+    "ToolCall": "kode_nb.execution",
     "ToolCancelledError": "kode_nb.errors",
     "ToolCategory": "kode_nb.types",
     "ToolContext": "kode_nb.types",
@@ -45,18 +45,18 @@ _EXPORTS: dict[str, str] = {
     "ToolKind": "kode_nb.types",
     "ToolNotFoundError": "kode_nb.errors",
     "ToolPermissionError": "kode_nb.errors",
-    "ToolRegistry": "kode_nb.registry",
+    "ToolRegistry": "kode_nb.tools",
     "ToolResult": "kode_nb.types",
     "ToolRetry": "kode_nb.errors",
     "ToolTimeoutError": "kode_nb.errors",
     "ToolValidationError": "kode_nb.errors",
-    "approve": "kode_nb.approval",
-    "default_registry": "kode_nb.registry",
-    "define_tool": "kode_nb.define",
-    "deny": "kode_nb.approval",
+    "approve": "kode_nb.policy",
+    "default_registry": "kode_nb.tools",
+    "define_tool": "kode_nb.tools",
+    "deny": "kode_nb.policy",
     "register_subagent": "kode_nb.agents.subagent",
-    "tool": "kode_nb.define",
-    "use_registry": "kode_nb.registry",
+    "tool": "kode_nb.tools",
+    "use_registry": "kode_nb.tools",
 }
 
 __all__ = [
@@ -119,36 +119,6 @@ if TYPE_CHECKING:
     from kode_nb.agents.subagent import (
         register_subagent as register_subagent,
     )
-    from kode_nb.approval import (
-        ApprovalDecision as ApprovalDecision,
-    )
-    from kode_nb.approval import (
-        ApprovalRequest as ApprovalRequest,
-    )
-    from kode_nb.approval import (
-        Approver as Approver,
-    )
-    from kode_nb.approval import (
-        AutoApprove as AutoApprove,
-    )
-    from kode_nb.approval import (
-        AutoDeny as AutoDeny,
-    )
-    from kode_nb.approval import (
-        CallbackApprover as CallbackApprover,
-    )
-    from kode_nb.approval import (
-        approve as approve,
-    )
-    from kode_nb.approval import (
-        deny as deny,
-    )
-    from kode_nb.define import (
-        define_tool as define_tool,
-    )
-    from kode_nb.define import (
-        tool as tool,
-    )
     from kode_nb.errors import (
         ConfigurationError as ConfigurationError,
     )
@@ -191,26 +161,56 @@ if TYPE_CHECKING:
     from kode_nb.events import (
         JsonlAuditLog as JsonlAuditLog,
     )
-    from kode_nb.executor import (
+    from kode_nb.execution import (
         Executor as Executor,
     )
-    from kode_nb.executor import (
+    from kode_nb.execution import (
         ToolCall as ToolCall,
+    )
+    from kode_nb.policy import (
+        ApprovalDecision as ApprovalDecision,
+    )
+    from kode_nb.policy import (
+        ApprovalRequest as ApprovalRequest,
+    )
+    from kode_nb.policy import (
+        Approver as Approver,
+    )
+    from kode_nb.policy import (
+        AutoApprove as AutoApprove,
+    )
+    from kode_nb.policy import (
+        AutoDeny as AutoDeny,
+    )
+    from kode_nb.policy import (
+        CallbackApprover as CallbackApprover,
     )
     from kode_nb.policy import (
         Policy as Policy,
     )
-    from kode_nb.registry import (
-        ToolRegistry as ToolRegistry,
+    from kode_nb.policy import (
+        approve as approve,
     )
-    from kode_nb.registry import (
-        default_registry as default_registry,
-    )
-    from kode_nb.registry import (
-        use_registry as use_registry,
+    from kode_nb.policy import (
+        deny as deny,
     )
     from kode_nb.tools import (
         Tool as Tool,
+    )
+    from kode_nb.tools import (
+        ToolRegistry as ToolRegistry,
+    )
+    from kode_nb.tools import (
+        default_registry as default_registry,
+    )
+    from kode_nb.tools import (
+        define_tool as define_tool,
+    )
+    from kode_nb.tools import (
+        tool as tool,
+    )
+    from kode_nb.tools import (
+        use_registry as use_registry,
     )
     from kode_nb.types import (
         NOT_GIVEN as NOT_GIVEN,

@@ -331,6 +331,6 @@ class ToolContext:
 
     def resolve_path(self, path: str | Path) -> Path:
         """Resolve ``path`` inside the allowed roots, or raise ``ToolPermissionError``."""
-        from kode_nb.policy import resolve_allowed_path
+        from kode_nb._paths import resolve_allowed_path
 
         return resolve_allowed_path(path, self.allowed_paths, tool=self.tool)

@@ -182,6 +182,8 @@ cmd_test() {
     step ruff "$VENV/bin/ruff" check
     step format "$VENV/bin/ruff" format --check
     step mypy "$VENV/bin/mypy"
+    step deptry "$VENV/bin/deptry" kode_nb  # everything imported is declared, nothing unused
+    step js node --check kode_nb/ui/static/stream.js  # the widget ESM parses
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
     local notebooks=(notebooks/*.ipynb)
     if [[ -e "${notebooks[0]}" ]]; then

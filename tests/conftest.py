@@ -1,8 +1,8 @@
 """Shared test fixtures: the anyio backend, an isolated tool registry per test, and no network.
 
 * ``anyio_backend`` — async tests (``@pytest.mark.anyio``) run on asyncio.
-* Every test runs with a fresh :class:`~kode_nb.registry.ToolRegistry` made current with
-  :func:`~kode_nb.registry.use_registry`, so define-is-register side effects (``@kode_nb.tool``)
+* Every test runs with a fresh :class:`~kode_nb.tools._registry.ToolRegistry` made current with
+  :func:`~kode_nb.tools._registry.use_registry`, so define-is-register side effects (``@kode_nb.tool``)
   never leak between tests; the ``registry`` fixture returns that registry.
 * ``kode_ip`` — IPython's shared in-process test shell with ``%load_ext kode_nb`` done, unloaded
   (and its ``%config KodeMagics`` settings dropped) afterwards.
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-import kode_nb.registry
-from kode_nb.registry import ToolRegistry, use_registry
+import kode_nb.tools._registry
+from kode_nb.tools._registry import ToolRegistry, use_registry
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def _isolated_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToolRegistry
     reg = ToolRegistry(name="test")
     # The process-wide fallback too, for code running where the context variable is not set
     # (a plain threading.Thread, an event loop started earlier).
-    monkeypatch.setattr(kode_nb.registry, "_process_registry", reg)
+    monkeypatch.setattr(kode_nb.tools._registry, "_process_registry", reg)
     with use_registry(reg):
         yield reg
 

@@ -18,7 +18,7 @@ from kode_nb import (
     approve,
     deny,
 )
-from kode_nb._running import decide, preview_text
+from kode_nb.execution._running import decide, preview_text
 
 pytestmark = pytest.mark.anyio
 

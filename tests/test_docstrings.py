@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kode_nb.docstrings import ParsedDocstring, parse_docstring
+from kode_nb.tools._docstrings import ParsedDocstring, parse_docstring
 
 
 def test_google_args_types_continuations_and_skipped_sections() -> None:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-import kode_nb._pipeline
-import kode_nb._running
-import kode_nb.executor
+import kode_nb.execution._executor
+import kode_nb.execution._pipeline
+import kode_nb.execution._running
 from kode_nb import (
     AutoApprove,
     AutoDeny,
@@ -26,7 +26,7 @@ from kode_nb import (
     ToolResult,
     define_tool,
 )
-from kode_nb.events import (
+from kode_nb.events._events import (
     EVENT_TYPES,
     CallCompleted,
     CallRequested,
@@ -330,7 +330,11 @@ async def test_no_event_objects_are_built_without_subscribers(
 
         return make
 
-    for module in (kode_nb.executor, kode_nb._pipeline, kode_nb._running):
+    for module in (
+        kode_nb.execution._executor,
+        kode_nb.execution._pipeline,
+        kode_nb.execution._running,
+    ):
         for cls in EVENT_TYPES:
             if hasattr(module, cls.__name__):
                 monkeypatch.setattr(module, cls.__name__, counting(cls))

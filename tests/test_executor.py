@@ -37,8 +37,8 @@ from kode_nb import (
     define_tool,
     deny,
 )
-from kode_nb.approval import ApprovalRequest
 from kode_nb.errors import FieldIssue
+from kode_nb.policy._approval import ApprovalRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -1006,7 +1006,7 @@ class FakeCall:
 
 
 async def test_deadlines_share_one_timer_and_fire_in_order() -> None:
-    from kode_nb._running import Deadlines
+    from kode_nb.execution._running import Deadlines
 
     loop = asyncio.get_running_loop()
     expired: list[str] = []
@@ -1029,7 +1029,7 @@ async def test_deadlines_share_one_timer_and_fire_in_order() -> None:
 
 
 async def test_deadlines_compact_entries_of_ended_calls() -> None:
-    from kode_nb._running import Deadlines
+    from kode_nb.execution._running import Deadlines
 
     loop = asyncio.get_running_loop()
     deadlines = Deadlines(loop, lambda call: None)

@@ -18,10 +18,10 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from kode_nb import formats
-from kode_nb.define import define_tool
 from kode_nb.errors import ConfigurationError
-from kode_nb.tools import Tool
+from kode_nb.tools import _formats as formats
+from kode_nb.tools._define import define_tool
+from kode_nb.tools._model import Tool
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("KODE_NB_UPDATE_SNAPSHOTS") == "1"

@@ -2,8 +2,8 @@
 
 * the builders of frozen results and blocks, and the JSON text of results, against the real
   constructors and ``json.dumps``;
-* :class:`~kode_nb._plans.Limit` (the concurrency semaphore) under contention and cancellation;
-* :class:`~kode_nb._running.Deadlines` with in-order and out-of-order deadlines;
+* :class:`~kode_nb.execution._plans.Limit` (the concurrency semaphore) under contention and cancellation;
+* :class:`~kode_nb.execution._running.Deadlines` with in-order and out-of-order deadlines;
 * worker threads handing their outcome to the loop;
 * ``Policy.approval_for``'s shortcut against the full rules; arguments dumped only when needed;
 * registry lookups and stats by exact key against normalized names.
@@ -35,11 +35,11 @@ from kode_nb import (
     ToolResult,
     define_tool,
 )
-from kode_nb._builders import json_block, make_result, text_block
-from kode_nb._plans import Limit
-from kode_nb._running import Deadlines
 from kode_nb._threads import DaemonThreadPool
-from kode_nb.events import CallStarted
+from kode_nb.events._events import CallStarted
+from kode_nb.execution._builders import json_block, make_result, text_block
+from kode_nb.execution._plans import Limit
+from kode_nb.execution._running import Deadlines
 from kode_nb.types import _json_text
 
 pytestmark = pytest.mark.anyio
@@ -239,7 +239,7 @@ async def test_a_queued_sync_call_cancelled_by_its_caller_never_runs(
     define_tool(block)
     define_tool(late)
     ex = Executor(registry, max_concurrency=None)
-    ex._pool = DaemonThreadPool(1)  # one worker: the second call waits in the queue
+    ex._workers.pool = DaemonThreadPool(1)  # one worker: the second call waits in the queue
     blocker = asyncio.create_task(ex.call("block"))
     await asyncio.sleep(0.05)
     queued = asyncio.create_task(ex.call("late"))

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from IPython.core.error import UsageError
 
-from kode_nb.approval import ApprovalRequest
 from kode_nb.magics import get_session
 from kode_nb.magics.call_line import parse_call_arguments
 from kode_nb.magics.session import NotebookApprover
+from kode_nb.policy._approval import ApprovalRequest
 from kode_nb.ui.terminal import HEADLESS_REASON
 
 TOOLS = '''

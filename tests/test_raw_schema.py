@@ -1,4 +1,4 @@
-"""Raw JSON Schema tools (jsonschema) and seed-000 inputConfig tools."""
+"""Raw JSON Schema tools (jsonschema) and inputConfig tools."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kode_nb.errors import FieldIssue, ToolDefinitionError, ToolValidationError
-from kode_nb.raw_schema import input_config_schema, input_config_validator, schema_validator
+from kode_nb.tools._raw_schema import input_config_schema, input_config_validator, schema_validator
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -173,7 +173,7 @@ def test_bad_schemas(schema: Any, message: str) -> None:
     assert message in str(info.value)
 
 
-# --------------------------------------------------------------------------- inputConfig (seed 000)
+# --------------------------------------------------------------------------- inputConfig
 
 SEED_CONFIG = {
     "inputs": {
@@ -297,7 +297,7 @@ def test_bad_input_configs(config: Any, message: str) -> None:
 def test_input_config_tools_do_not_import_jsonschema() -> None:
     code = (
         "import sys\n"
-        "from kode_nb.raw_schema import input_config_validator\n"
+        "from kode_nb.tools._raw_schema import input_config_validator\n"
         "v = input_config_validator({'inputs': {'a': {'type': 'string', 'required': True}}})\n"
         "v.validate('{\"a\": \"x\"}', tool='t')\n"
         "assert 'jsonschema' not in sys.modules\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kode_nb.redact import REDACTED, environment_secrets, is_secret_key, redact, redact_text
+from kode_nb._redact import REDACTED, environment_secrets, is_secret_key, redact, redact_text
 
 ENV = {
     "OPENAI_API_KEY": "sk-live-0123456789abcdef",

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-import kode_nb.registry as registry_module
+import kode_nb.tools._registry as registry_module
 from kode_nb.errors import ConfigurationError, DuplicateToolError, ToolNotFoundError
-from kode_nb.registry import (
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import (
     BUILTIN_PROFILES,
     RegistryStats,
     ToolRegistry,
@@ -22,9 +23,8 @@ from kode_nb.registry import (
     default_registry,
     use_registry,
 )
-from kode_nb.selectors import parse_selector
-from kode_nb.stats import STATS_WINDOW
-from kode_nb.tools import Tool
+from kode_nb.tools._selectors import parse_selector
+from kode_nb.tools._stats import STATS_WINDOW
 from kode_nb.types import ToolKind
 
 
@@ -165,7 +165,7 @@ def test_change_listeners_are_isolated(caplog: pytest.LogCaptureFixture) -> None
 
     reg.on_change(broken)
     stop = reg.on_change(lambda action, name: seen.append((action, name)))
-    with caplog.at_level(logging.ERROR, logger="kode_nb.registry"):
+    with caplog.at_level(logging.ERROR, logger="kode_nb.tools._registry"):
         reg.register(make("echo", source="s"))
         reg.register(make("echo", source="s"))
         reg.unregister("echo")
@@ -474,7 +474,7 @@ def test_process_wide_registry_is_created_once(monkeypatch: pytest.MonkeyPatch) 
 # --------------------------------------------------------------------------- entry points
 
 _TOOLS_MODULE = """
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolKind
 
 
@@ -545,7 +545,7 @@ def test_load_entry_points_from_a_real_distribution(
     fakepkg: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     reg = ToolRegistry()
-    with caplog.at_level(logging.WARNING, logger="kode_nb.registry"):
+    with caplog.at_level(logging.WARNING, logger="kode_nb.tools._registry"):
         report = reg.load_entry_points()
     assert report.group == "kode_nb.tools"
     assert sorted(report.loaded) == ["alpha", "beta", "delta", "echo", "gamma"]

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict
 
 from kode_nb.errors import FieldIssue, ToolDefinitionError, ToolValidationError
-from kode_nb.schema import FunctionSchema, function_schema
+from kode_nb.tools._schema import FunctionSchema, function_schema
 from kode_nb.types import ToolContext
 
 # --------------------------------------------------------------------------- types used below
@@ -767,7 +767,7 @@ def test_validator_exposes_its_schema() -> None:
 def test_importing_schema_and_defining_does_not_import_jsonschema() -> None:
     code = (
         "import sys\n"
-        "from kode_nb.schema import function_schema\n"
+        "from kode_nb.tools._schema import function_schema\n"
         "def f(a: int) -> int: return a\n"
         "function_schema(f).validator.validate('{\"a\": 1}', tool='f')\n"
         "assert 'jsonschema' not in sys.modules, 'jsonschema was imported'\n"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from kode_nb.schema import function_schema
+from kode_nb.tools._schema import function_schema
 from kode_nb.types import ToolContext
 
 

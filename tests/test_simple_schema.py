@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-import kode_nb.schema as schema_module
+import kode_nb.tools._schema as schema_module
 from kode_nb.errors import ToolValidationError
-from kode_nb.schema import FunctionSchema, function_schema
-from kode_nb.validation import ParamsValidator, SimpleParamsValidator
+from kode_nb.tools._schema import FunctionSchema, function_schema
+from kode_nb.tools._validation import ParamsValidator, SimpleParamsValidator
 
 # --------------------------------------------------------------------------- generated types
 

@@ -8,10 +8,10 @@ from typing import Any, Literal
 import pytest
 
 from kode_nb import ToolRegistry, ToolResult, define_tool
-from kode_nb.approval import ApprovalRequest
-from kode_nb.events import ApprovalResolved, CallCompleted
-from kode_nb.policy import Policy
-from kode_nb.tools import Tool
+from kode_nb.events._events import ApprovalResolved, CallCompleted
+from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.policy._policy import Policy
+from kode_nb.tools._model import Tool
 from kode_nb.types import ImageBlock, JsonBlock, TextBlock
 from kode_nb.ui import html as H
 from kode_nb.ui import tool_html as T
@@ -190,10 +190,10 @@ def test_events_policy_and_approval_render() -> None:
 def test_every_formatted_type_has_renderers_and_exists() -> None:
     import importlib
 
-    import kode_nb.events
+    import kode_nb.events._events
 
-    names = {name for module, name, _ in FORMATTED_TYPES if module == "kode_nb.events"}
-    assert names == {t.__name__ for t in kode_nb.events.EVENT_TYPES}
+    names = {name for module, name, _ in FORMATTED_TYPES if module == "kode_nb.events._events"}
+    assert names == {t.__name__ for t in kode_nb.events._events.EVENT_TYPES}
     for module, name, key in FORMATTED_TYPES:
         assert hasattr(importlib.import_module(module), name), (module, name)
         assert key in HTML

@@ -13,6 +13,7 @@ Nothing here imports Jupyter.
 
 from __future__ import annotations
 
+from kode_nb._redact import REDACTED, redact, redact_text
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,
@@ -33,7 +34,6 @@ from kode_nb.agents.result import RunStatus, RunUsage
 from kode_nb.agents.subagent import AgentDefinition, ModelSpec, register_subagent, subagent_tool
 from kode_nb.agents.toolset import NarrowedPolicy, resolve_tools
 from kode_nb.agents.trace import SCHEMA, Span, Trace
-from kode_nb.redact import REDACTED, redact, redact_text
 
 __all__ = [
     "AGENT_EVENT_TYPES",

@@ -1,9 +1,9 @@
 """A subagent's input contract: the validator, the folding of invalid inputs, the template check.
 
 * :func:`input_validator` — from the ``input_model`` (pydantic; the same lone-model validator
-  ``@tool`` uses, so the schema is exactly the model's) or the seed-000 ``input_config``.
+  ``@tool`` uses, so the schema is exactly the model's) or the ``input_config``.
 * :class:`FoldingValidator` — wraps it so invalid inputs reach the subagent call, which folds
-  them into an *unavailable* result (seed 003) instead of the executor failing the call.
+  them into an *unavailable* result instead of the executor failing the call.
 * :func:`check_template` — the system prompt may only use named inputs.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from kode_nb.errors import ToolDefinitionError, ToolValidationError
-from kode_nb.raw_schema import input_config_validator
-from kode_nb.schema import function_schema
-from kode_nb.tools import ArgumentValidator
+from kode_nb.tools._model import ArgumentValidator
+from kode_nb.tools._raw_schema import input_config_validator
+from kode_nb.tools._schema import function_schema
 
 __all__ = ["INVALID_KEY", "FoldingValidator", "Invalid", "check_template", "input_validator"]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kode_nb.agents.events import EventSink
 from kode_nb.agents.result import RunStatus, RunUsage
 from kode_nb.agents.trace import Span, Trace
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.models.base import (
     AssistantMessage,
     Message,
@@ -27,7 +27,7 @@ from kode_nb.models.base import (
     ToolSpec,
     UserMessage,
 )
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolResult
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from kode_nb.agents._run import RunState, parse_arguments, result_dict
 from kode_nb.agents.events import ToolCallFinished, ToolCallsRequested
 from kode_nb.agents.trace import Span
 from kode_nb.errors import ToolNotFoundError
-from kode_nb.events import CallFailed, CallRequested
-from kode_nb.executor import ToolCall
+from kode_nb.events._events import CallFailed, CallRequested
+from kode_nb.execution._executor import ToolCall
 from kode_nb.models._content import content_text
 from kode_nb.models.base import ToolCallRequest, ToolResultMessage
 from kode_nb.types import ContentBlock, ImageBlock, TextBlock, ToolResult, normalize_name

@@ -1,6 +1,6 @@
 """Parent-context compression: what a subagent learns about the conversation that called it.
 
-A subagent starts with a fresh memory (seed 003): it never sees its parent's messages. Before
+A subagent starts with a fresh memory: it never sees its parent's messages. Before
 each delegation a *compression hook* turns the parent's messages and the validated inputs into a
 short text, which is prepended to the subagent's first user message. The default,
 :func:`compress_context`, keeps only the parent's latest user request (shortened); give

@@ -21,7 +21,7 @@ A run's events::
     RunFinished                       always last, also after an error or cancellation
 
 Event payloads hold the live objects (results, messages): a display must pass text it shows
-through :func:`kode_nb.redact.redact_text`. The trace holds redacted copies.
+through :func:`kode_nb._redact.redact_text`. The trace holds redacted copies.
 """
 
 from __future__ import annotations

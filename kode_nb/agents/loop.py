@@ -52,7 +52,7 @@ from kode_nb.agents.result import AgentRunResult, RunStatus, RunUsage
 from kode_nb.agents.toolset import derive_executor, resolve_model, resolve_tools
 from kode_nb.agents.trace import Span, Trace
 from kode_nb.errors import ConfigurationError
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.models.base import (
     AssistantMessage,
     Message,

@@ -1,8 +1,8 @@
-"""Subagents as tools (seeds 000 and 003): an :class:`AgentDefinition` becomes a ``think`` tool.
+"""Subagents as tools: an :class:`AgentDefinition` becomes a ``think`` tool.
 
 :func:`register_subagent` wraps a definition as a :class:`~kode_nb.Tool` of kind ``think`` and
 category ``agent`` (``is_output_markdown``, ``can_update_output``) whose parameters are exactly
-the input contract: the ``input_model``'s JSON Schema, or the seed-000 ``input_config``'s. At
+the input contract: the ``input_model``'s JSON Schema, or the ``input_config``'s. At
 registration a *construction probe* resolves the allowlist and the model and checks that the
 system-prompt template only uses inputs; any failure raises
 :class:`~kode_nb.errors.ToolDefinitionError` and nothing is registered.
@@ -57,10 +57,10 @@ from kode_nb.errors import (
     KodeUsageError,
     ToolDefinitionError,
 )
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.models.base import Model
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
 from kode_nb.types import (
     NOT_GIVEN,
     NotGiven,
@@ -171,7 +171,7 @@ class AgentDefinition:
 
 
 def _probe(defn: AgentDefinition, registry: Any) -> None:
-    """Registration-time check that the allowlist and the model resolve (seed 003)."""
+    """Registration-time check that the allowlist and the model resolve."""
     where = f"subagent '{defn.name}'"
     own = normalize_name(defn.name)  # it may call itself (recursion, bounded by max_depth)
     try:

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.executor import Executor, PolicyLike, RegistryLike
+from kode_nb.execution._executor import Executor, PolicyLike, RegistryLike
 from kode_nb.models.base import Model
-from kode_nb.selectors import parse_selector
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._selectors import parse_selector
 from kode_nb.types import NOT_GIVEN, NotGiven
 
 __all__ = ["NarrowedPolicy", "derive_executor", "resolve_model", "resolve_tools"]

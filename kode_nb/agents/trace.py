@@ -10,7 +10,7 @@ Every :meth:`Agent.run <kode_nb.agents.Agent.run>` records a :class:`Trace`::
             └── run "researcher"            the nested subagent run, and so on
     └── turn 2 ...
 
-Everything stored is passed through :func:`kode_nb.redact.redact` first, so a trace, its
+Everything stored is passed through :func:`kode_nb._redact.redact` first, so a trace, its
 JSON and its OpenTelemetry export never hold a secret.
 
 JSON schema ``kode_nb.trace/v1`` (:meth:`Trace.to_dict`)::
@@ -67,7 +67,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from kode_nb.redact import redact
+from kode_nb._redact import redact
 
 __all__ = ["SCHEMA", "Span", "SpanKind", "Trace"]
 

@@ -33,8 +33,8 @@ from kode_nb.builtins.runtime import ExecConfig, runtime_tools
 from kode_nb.builtins.system import system_tools
 from kode_nb.builtins.web import WebConfig, web_tools
 from kode_nb.errors import ConfigurationError
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
 
 __all__ = [
     "GROUPS",

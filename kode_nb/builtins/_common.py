@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kode_nb.define import define_tool
-from kode_nb.tools import ArgumentValidator, Tool
+from kode_nb.tools._define import define_tool
+from kode_nb.tools._model import ArgumentValidator, Tool
 
 __all__ = [
     "REDACTED",

@@ -18,7 +18,7 @@ from typing import Any
 from kode_nb.builtins._common import make_tool
 from kode_nb.builtins._files import check_encoding
 from kode_nb.errors import ToolError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 
 __all__ = ["data_tools"]
 

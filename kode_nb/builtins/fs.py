@@ -49,7 +49,7 @@ from kode_nb.builtins._files import (
 )
 from kode_nb.builtins.fs_edit import EditTools
 from kode_nb.errors import ConfigurationError, ToolError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ImageBlock, TextBlock, ToolContext, ToolResult
 
 __all__ = ["FsLimits", "fs_tools"]

@@ -36,7 +36,7 @@ from pydantic import Field
 
 from kode_nb.builtins._common import REDACTED, is_secret_name, make_tool, redact_mapping
 from kode_nb.errors import ConfigurationError, ToolError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import TextBlock, ToolContext, ToolResult
 
 __all__ = ["MAX_EXEC_TIMEOUT", "ExecConfig", "runtime_tools"]

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from kode_nb.builtins._common import REDACTED, is_secret_name, make_tool
 from kode_nb.errors import ToolError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolContext
 
 __all__ = ["MAX_SLEEP", "system_tools"]

@@ -53,8 +53,7 @@ from kode_nb.builtins._common import (
 )
 from kode_nb.builtins._files import describe_size
 from kode_nb.errors import ConfigurationError, ToolError, ToolPermissionError, ToolTimeoutError
-from kode_nb.redact import is_secret_key
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolContext
 
 if TYPE_CHECKING:
@@ -346,7 +345,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 def _is_credential(header: str) -> bool:
     """A header that carries a credential (``Authorization``, ``Cookie``, ``X-Api-Key``...)."""
     name = header.lower()
-    return name in SENSITIVE_HEADERS or is_secret_key(name) or is_secret_name(name.upper())
+    return name in SENSITIVE_HEADERS or "auth" in name or is_secret_name(name)
 
 
 def _is_utf8(data: bytes, truncated: bool) -> bool:

@@ -7,7 +7,7 @@
       %%agent investigator
       ---
       description: Investigates the codebase to answer one question.   # required
-      inputs: $Investigation      # a pydantic model in a variable, or the seed-000 form:
+      inputs: $Investigation      # a pydantic model in a variable, or the inputConfig form:
       #   objective: {type: string, description: What to find out, required: true}
       tools: [list_files, read_file]                # the allowlist (names and selectors)
       model: $make_model          # a model name, or $var: a Model, or a zero-arg factory
@@ -63,7 +63,7 @@ from kode_nb.magics.agent_spec import (
 if TYPE_CHECKING:
     from kode_nb.agents import Agent, AgentDefinition
     from kode_nb.magics.session import KodeSession
-    from kode_nb.tools import Tool
+    from kode_nb.tools._model import Tool
     from kode_nb.ui.agent_handle import AgentHandle
 
 __all__ = [
@@ -270,7 +270,7 @@ def _text_input(defn: AgentDefinition, where: str) -> str:
     """The one input ``%%ask --agent`` fills with the cell's text."""
     props = (defn.input_model.model_json_schema() if defn.input_model is not None else None) or {}
     if defn.input_config is not None:
-        from kode_nb.raw_schema import input_config_schema
+        from kode_nb.tools._raw_schema import input_config_schema
 
         props = input_config_schema(defn.input_config)
     schema_props = props.get("properties") or {}

@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
-    from kode_nb.tools import Tool
+    from kode_nb.tools._model import Tool
 
 __all__ = ["defined_functions", "run_tool_cell"]
 
@@ -57,8 +57,8 @@ def _check_hints(fn: Callable[..., Any]) -> None:
 
 def run_tool_cell(shell: Any, session: KodeSession, args: Any, cell: str) -> list[Tool]:
     """Run ``cell``, define and register its tools, return them (see the module docstring)."""
-    from kode_nb.define import define_tool
     from kode_nb.errors import KodeUsageError
+    from kode_nb.tools._define import define_tool
 
     namespace = shell.user_ns
     before = {name: id(obj) for name, obj in namespace.items()}

@@ -21,17 +21,19 @@ from IPython.core.magic import (
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import CaselessStrEnum, Float, Int, TraitError, Unicode, observe, validate
 
+from kode_nb.types import ToolCategory, ToolKind
+
 if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
-    from kode_nb.policy import ApprovalMode
-    from kode_nb.tools import Tool
+    from kode_nb.policy._policy import ApprovalMode
+    from kode_nb.tools._model import Tool
     from kode_nb.ui.agent_handle import AgentHandle
     from kode_nb.ui.handle import CallHandle
 
 __all__ = ["KodeMagics"]
 
-_KINDS = ("read", "edit", "delete", "move", "search", "execute", "fetch", "think", "other")
-_CATEGORIES = ("system", "file", "network", "data", "code", "mcp", "agent", "custom")
+_KINDS = tuple(kind.value for kind in ToolKind)
+_CATEGORIES = tuple(category.value for category in ToolCategory)
 _FORMATS = ("openai", "openai-strict", "anthropic", "gemini", "mcp")
 
 

@@ -13,7 +13,7 @@ from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
-    from kode_nb.tools import Tool
+    from kode_nb.tools._model import Tool
 
 __all__ = ["policy_command", "require_tool", "show_tool", "tools_command"]
 
@@ -154,7 +154,7 @@ def policy_command(session: KodeSession, line: str) -> None:
 
 def _unmatched_note(session: KodeSession, entry: str) -> str:
     """A note when ``entry`` selects no tool registered now (most often a typo)."""
-    from kode_nb.selectors import parse_selector
+    from kode_nb.tools._selectors import parse_selector
 
     selector = parse_selector(entry)
     registry = session.registry

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.types import ToolResult
 from kode_nb.ui.call_view import CallView
 
@@ -310,14 +310,14 @@ class NotebookServer:
 
     def approve(self, *, always: bool = False) -> bool:
         """Approve the oldest waiting outside call, as its Approve button does."""
-        from kode_nb.approval import approve
+        from kode_nb.policy._approval import approve
 
         prompt = self.waiting_prompt()
         return prompt is not None and prompt.decide(approve(always=always, by="notebook"))
 
     def deny(self, reason: str | None = None) -> bool:
         """Deny the oldest waiting outside call (the client gets ``isError`` with ``reason``)."""
-        from kode_nb.approval import deny
+        from kode_nb.policy._approval import deny
 
         prompt = self.waiting_prompt()
         return prompt is not None and prompt.decide(deny(reason, by="notebook"))

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from kode_nb.types import ToolResult
 
 if TYPE_CHECKING:
-    from kode_nb.approval import ApprovalDecision, ApprovalRequest
     from kode_nb.magics.kode_magics import KodeMagics
     from kode_nb.magics.mcp_state import NotebookMcp
-    from kode_nb.tools import Tool
+    from kode_nb.policy._approval import ApprovalDecision, ApprovalRequest
+    from kode_nb.tools._model import Tool
     from kode_nb.ui.handle import CallHandle
 
 __all__ = ["KodeSession", "NotebookApprover", "resolve_style"]
@@ -85,9 +85,9 @@ class KodeSession:
     """Registry, policy, bus, executor and live views of one kernel."""
 
     def __init__(self, shell: Any, settings: KodeMagics) -> None:
-        from kode_nb.events import EventBus
-        from kode_nb.policy import Policy
-        from kode_nb.registry import default_registry
+        from kode_nb.events._events import EventBus
+        from kode_nb.policy._policy import Policy
+        from kode_nb.tools._registry import default_registry
 
         self.shell = shell
         self.settings = settings
@@ -136,7 +136,7 @@ class KodeSession:
         return self.settings.approval_timeout or None
 
     def _new_executor(self) -> Any:
-        from kode_nb.executor import Executor
+        from kode_nb.execution._executor import Executor
 
         s = self.settings
         return Executor(

@@ -32,7 +32,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
-from kode_nb.registry import ToolRegistry
+from kode_nb.tools._registry import ToolRegistry
 
 __all__ = ["SETTLE", "AnnouncingServer", "ToolListAnnouncer"]
 

@@ -14,7 +14,7 @@ annotations                                            kind          asks when t
 none of these (no hints at all)                        ``execute``   yes
 =====================================================  ============  ========================
 
-This mirrors :func:`kode_nb.formats.mcp_annotations`: a kode_nb tool served over MCP and
+This mirrors :func:`kode_nb.tools._formats.mcp_annotations`: a kode_nb tool served over MCP and
 imported back keeps read/edit/delete, other mutating kinds stay mutating, the read-only kinds
 come back as ``read``, and ``other`` (exported as "not read-only, not destructive") comes back
 as ``edit``: an explicit ``readOnlyHint: false`` is taken at its word. The server's original annotations are kept in
@@ -44,7 +44,7 @@ from typing import Any
 
 import mcp_types as mt
 
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolKind, ToolResult
 
 __all__ = [

@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from kode_nb.mcp._convert import tool_name_for
-from kode_nb.registry import ToolRegistry
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry
 
 __all__ = ["register_tools", "unregister_tools"]
 

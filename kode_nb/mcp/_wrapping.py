@@ -21,10 +21,10 @@ from typing import Any
 
 import mcp_types as mt
 
-from kode_nb.define import define_tool
 from kode_nb.errors import ToolDefinitionError
 from kode_nb.mcp._convert import claims, kind_from_annotations, served_by_meta, tool_name_for
-from kode_nb.tools import Tool
+from kode_nb.tools._define import define_tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolContext, ToolResult, normalize_name
 
 __all__ = ["CallFn", "Listed", "wrap_listing"]

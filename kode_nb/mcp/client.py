@@ -62,8 +62,8 @@ from kode_nb.mcp._stdio import bounded_stdio_client
 from kode_nb.mcp._wrapping import Listed, wrap_listing
 from kode_nb.mcp.config import McpServerConfig
 from kode_nb.mcp.errors import McpConnectionError, McpServerUnavailableError
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
 from kode_nb.types import ToolContext, ToolResult
 
 __all__ = ["McpConnection", "McpConnectionError", "McpServerUnavailableError", "connect"]

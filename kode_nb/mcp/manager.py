@@ -16,7 +16,7 @@ from typing import Any
 from kode_nb.errors import ConfigurationError
 from kode_nb.mcp.client import McpConnection
 from kode_nb.mcp.config import McpServerConfig, load_config
-from kode_nb.registry import ToolRegistry, default_registry
+from kode_nb.tools._registry import ToolRegistry, default_registry
 
 __all__ = ["McpManager"]
 

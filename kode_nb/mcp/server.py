@@ -14,7 +14,7 @@ What is served, and how:
   replaced (a ``%%tool`` cell run again) or removed, connected clients get
   ``notifications/tools/list_changed`` (``tools.listChanged`` is advertised; a burst of
   changes is announced once; see :mod:`kode_nb.mcp._announce`);
-* each tool's schema and annotations via :func:`kode_nb.formats.mcp_tool` (kinds → hints),
+* each tool's schema and annotations via :func:`kode_nb.tools._formats.mcp_tool` (kinds → hints),
   and the servers it came through (``_meta``, see :mod:`kode_nb.mcp._convert`): a tool that
   came from this server itself, through a kode_nb client, is not served back;
 * every call goes through ``executor`` (default: a new :class:`~kode_nb.Executor` on the
@@ -30,7 +30,7 @@ What is served, and how:
   time; anything else gets ``401`` with ``WWW-Authenticate: Bearer``), because any local
   process (another user's too) can reach 127.0.0.1. ``handle.headers`` and
   ``handle.client_config()`` are what a client needs. The token is registered with
-  :func:`kode_nb.redact.add_secret`, so traces and event logs never show it. ``auth=False``
+  :func:`kode_nb._redact.add_secret`, so traces and event logs never show it. ``auth=False``
   turns this off (a warning is logged). The SDK's Host and Origin checks (against DNS
   rebinding from web pages) apply either way. Over stdio only the parent process can talk to
   the server, so there is no token;
@@ -60,15 +60,16 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from kode_nb import __version__, formats
+from kode_nb import __version__
+from kode_nb._redact import add_secret, discard_secret
 from kode_nb.errors import ConfigurationError
-from kode_nb.executor import Executor
+from kode_nb.execution._executor import Executor
 from kode_nb.mcp._announce import AnnouncingServer, ToolListAnnouncer
 from kode_nb.mcp._convert import SERVED_BY, served_by, to_mcp_result
 from kode_nb.mcp._progress import ProgressThrottle
-from kode_nb.redact import add_secret, discard_secret
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.tools import Tool
+from kode_nb.tools import _formats as formats
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
 from kode_nb.types import normalize_name
 
 __all__ = ["McpServerHandle", "serve", "serve_stdio"]

@@ -30,7 +30,7 @@ from kode_nb.models.base import (
     Finish,
     ModelEvent,
     ModelRequest,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolResultMessage,
     UsageInfo,
@@ -194,7 +194,7 @@ class _StreamState:
         entry.name = str(block.get("name", ""))
         self.blocks[index] = entry
         if entry.kind == "text" and block.get("text"):
-            return [TextDelta(text=str(block["text"]))]
+            return [TextChunk(text=str(block["text"]))]
         if entry.kind == "tool_use" and block.get("input"):
             entry.parts.append(json.dumps(block["input"]))
         return []
@@ -203,7 +203,7 @@ class _StreamState:
         delta = data.get("delta") or {}
         entry = self.blocks.get(int(data.get("index", -1)))
         if delta.get("type") == "text_delta" and delta.get("text"):
-            return [TextDelta(text=str(delta["text"]))]
+            return [TextChunk(text=str(delta["text"]))]
         if delta.get("type") == "input_json_delta":
             if entry is None:
                 raise ModelProtocolError(

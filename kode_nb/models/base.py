@@ -1,7 +1,7 @@
 """The provider-neutral model protocol: messages in, a stream of events out.
 
 A :class:`Model` turns a :class:`ModelRequest` (system prompt, neutral messages, tool specs and
-settings) into an async stream of :data:`ModelEvent`: :class:`TextDelta` pieces of the answer,
+settings) into an async stream of :data:`ModelEvent`: :class:`TextChunk` pieces of the answer,
 complete :class:`ToolCallPart` calls (adapters assemble the provider's fragments), one
 :class:`UsageInfo` and a final :class:`Finish`. :func:`collect` folds a stream into a
 :class:`ModelResponse`.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, Union, runtime_check
 from kode_nb.types import ContentBlock
 
 if TYPE_CHECKING:
-    from kode_nb.tools import ArgumentValidator, Tool
+    from kode_nb.tools._model import ArgumentValidator, Tool
 
 __all__ = [
     "AssistantMessage",
@@ -30,7 +30,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
-    "TextDelta",
+    "TextChunk",
     "ToolCallPart",
     "ToolCallRequest",
     "ToolResultMessage",
@@ -107,7 +107,7 @@ class ToolSpec:
 
     @classmethod
     def from_tool(cls, tool: Tool) -> ToolSpec:
-        """The spec of a registered :class:`~kode_nb.tools.Tool` (keeps its validator)."""
+        """The spec of a registered :class:`~kode_nb.tools._model.Tool` (keeps its validator)."""
         return cls(
             name=tool.name,
             description=tool.description,
@@ -148,7 +148,7 @@ class ModelRequest:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class TextDelta:
+class TextChunk:
     """A piece of the answer text."""
 
     text: str
@@ -191,7 +191,7 @@ class Finish:
     """``"end_turn"``, ``"tool_calls"``, ``"max_tokens"``, or the provider's own reason."""
 
 
-ModelEvent: TypeAlias = Union[TextDelta, ToolCallPart, UsageInfo, Finish]
+ModelEvent: TypeAlias = Union[TextChunk, ToolCallPart, UsageInfo, Finish]
 """One item of a model's stream."""
 
 
@@ -237,7 +237,7 @@ async def collect(
     usage = UsageInfo()
     stop_reason = ""
     async for event in stream:
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextChunk):
             text.append(event.text)
             if on_text is not None:
                 on_text(event.text)

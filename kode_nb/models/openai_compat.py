@@ -14,12 +14,12 @@ pieces; usage from the final chunk. Arguments are passed through as text, even w
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
 ``resolve_model("openai-compatible:<url>#<model>", strict=True)`` decides) each tool is offered
-with its schema rewritten by :func:`~kode_nb.schema_dialects.openai_strict_schema` (every
+with its schema rewritten by :func:`~kode_nb.tools._schema_dialects.openai_strict_schema` (every
 property required, optional ones nullable) and ``strict: true``. A tool whose schema strict mode
 cannot express (a free-form ``dict``, an untyped value) is offered as it is, without ``strict``
 (logged at INFO on ``kode_nb.models``); the other tools stay strict. A model in strict mode sends
 ``null`` for each optional argument it leaves out, so the arguments of a call to a tool that was
-offered strict go through :func:`~kode_nb.schema_dialects.drop_strict_nulls` (against the tool's
+offered strict go through :func:`~kode_nb.tools._schema_dialects.drop_strict_nulls` (against the tool's
 own schema) before the call is handed on: defaults apply, a nullable argument keeps its
 ``null``. Arguments that are not a JSON object (malformed ones too) are left as they came.
 """
@@ -43,7 +43,7 @@ from kode_nb.models.base import (
     Finish,
     ModelEvent,
     ModelRequest,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolResultMessage,
     ToolSpec,
@@ -51,7 +51,7 @@ from kode_nb.models.base import (
     UserMessage,
 )
 from kode_nb.models.errors import ModelProtocolError
-from kode_nb.schema_dialects import drop_strict_nulls, openai_strict_schema
+from kode_nb.tools._schema_dialects import drop_strict_nulls, openai_strict_schema
 from kode_nb.types import ImageBlock
 
 __all__ = ["OpenAIChatModel", "openai_messages", "openai_tools"]
@@ -214,7 +214,7 @@ class _StreamState:
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if isinstance(content, str) and content:
-            out.append(TextDelta(text=content))
+            out.append(TextChunk(text=content))
         for fragment in delta.get("tool_calls") or []:
             self._add_fragment(fragment)
         if choice.get("finish_reason"):

@@ -13,7 +13,7 @@ A script is a sequence of turns; each :meth:`ScriptedModel.stream` call plays th
 Before a turn is played its calls are checked against the request: a tool that was not offered,
 or arguments that do not validate against the tool's schema, raise :class:`ScriptMismatch` (use
 :func:`raw_call` to script deliberately bad arguments). Asking for a turn past the end raises
-:class:`ScriptExhausted`. Text is streamed in word-sized :class:`TextDelta` pieces.
+:class:`ScriptExhausted`. Text is streamed in word-sized :class:`TextChunk` pieces.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from kode_nb.models.base import (
     Finish,
     ModelEvent,
     ModelRequest,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolResultMessage,
     ToolSpec,
@@ -148,7 +148,7 @@ class ScriptedModel:
         for scripted in turn.calls:
             _check_call(scripted, specs, turn_no)
         for piece in split_words(turn.text):
-            yield TextDelta(text=piece)
+            yield TextChunk(text=piece)
         out_words = len(turn.text.split())
         for n, scripted in enumerate(turn.calls, 1):
             arguments = scripted.arguments_json()
@@ -196,7 +196,7 @@ def _check_call(scripted: ScriptedCall, specs: Mapping[str, ToolSpec], turn_no: 
     validator = spec.validator
     try:
         if validator is None:
-            from kode_nb.raw_schema import schema_validator
+            from kode_nb.tools._raw_schema import schema_validator
 
             validator = schema_validator(spec.parameters)
         validator.validate(scripted.arguments, tool=spec.name)

@@ -24,7 +24,7 @@ from kode_nb.models.base import (
     Finish,
     ModelEvent,
     ModelRequest,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolCallRequest,
     ToolResultMessage,
@@ -110,7 +110,7 @@ class TestModel:
             return
         answer = self.text if self.text is not None else _summary(exchange)
         for piece in split_words(answer):
-            yield TextDelta(text=piece)
+            yield TextChunk(text=piece)
         yield UsageInfo(input_tokens=count_words(request), output_tokens=len(answer.split()))
         yield Finish(stop_reason="end_turn")
 

@@ -7,3 +7,5 @@ modules that need them (:mod:`~kode_nb.ui.call_view`, :mod:`~kode_nb.ui.approval
 (nbconvert, GitHub, VS Code without the widget manager, terminal IPython). Nothing is imported
 here, so ``import kode_nb.ui.html`` stays cheap.
 """
+
+__all__: list[str] = []  # import from the modules named above

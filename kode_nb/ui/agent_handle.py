@@ -1,10 +1,11 @@
 """``AgentHandle``: what ``%agent`` and ``%%ask`` return while the run goes on in the background.
 
-The cell that starts a run returns at once (a run may wait for a click, JUPYTER-NOTES §1); a
-later cell can ``await h`` (the :class:`~kode_nb.agents.AgentRunResult`), check ``h.done()``,
-``h.cancel()`` the run, read ``h.trace`` (live while it runs), answer an approval prompt with
-``h.approve()`` / ``h.deny(reason)`` exactly as the buttons do (``await h.approval()`` first
-waits for one to appear), and ``h.show_trace()`` for the collapsible trace. No widget imports.
+The cell that starts a run returns at once (a run may wait for a click; see docs/ARCHITECTURE.md,
+"Notebook execution model"); a later cell can ``await h`` (the
+:class:`~kode_nb.agents.AgentRunResult`), check ``h.done()``, ``h.cancel()`` the run, read
+``h.trace`` (live while it runs), answer an approval prompt with ``h.approve()`` /
+``h.deny(reason)`` exactly as the buttons do (``await h.approval()`` first waits for one to
+appear), and ``h.show_trace()`` for the collapsible trace. No widget imports.
 """
 
 from __future__ import annotations
@@ -107,14 +108,14 @@ class AgentHandle:
 
         Call it from a notebook cell. False when nothing is waiting (not asked yet: ``await
         h.approval()`` first; or already decided)."""
-        from kode_nb.approval import approve
+        from kode_nb.policy._approval import approve
 
         prompt = getattr(self.view, "waiting_prompt", lambda: None)()
         return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
 
     def deny(self, reason: str | None = None) -> bool:
         """Deny the first waiting request (``reason`` goes to the model), as Deny does."""
-        from kode_nb.approval import deny
+        from kode_nb.policy._approval import deny
 
         prompt = getattr(self.view, "waiting_prompt", lambda: None)()
         return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
-from kode_nb.approval import ApprovalDecision, ApprovalRequest, approve, deny
+from kode_nb.policy._approval import ApprovalDecision, ApprovalRequest, approve, deny
 from kode_nb.ui.html import BOX, approval_html, approval_text, esc
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 from kode_nb.ui.tool_html import FORMATS, schema_block_html, tool_html, tool_summary_html, tool_text
 
 if TYPE_CHECKING:
-    from kode_nb.tools import Tool
+    from kode_nb.tools._model import Tool
 
 __all__ = ["ToolCard"]
 

@@ -1,11 +1,11 @@
 """Coalescing of streamed updates: many cheap pushes in, a few flushes out.
 
 A tool may call ``on_update`` 100,000 times; a browser can draw ~20 updates a second and the
-Jupyter server stops IOPub above ~1,000 messages a second (JUPYTER-NOTES §2). A
-:class:`Coalescer` takes text chunks from any thread at O(1) cost and hands the concatenation
-of everything new to ``sink`` on the event loop, at most ``rate`` times a second, plus one
-guaranteed final flush from :meth:`Coalescer.close`. The sink therefore sees every character
-exactly once, in order.
+Jupyter server stops IOPub above ~1,000 messages a second (its default
+``iopub_msg_rate_limit``). A :class:`Coalescer` takes text chunks from any thread at O(1) cost
+and hands the concatenation of everything new to ``sink`` on the event loop, at most ``rate``
+times a second, plus one guaranteed final flush from :meth:`Coalescer.close`. The sink therefore
+sees every character exactly once, in order.
 """
 
 from __future__ import annotations

@@ -22,12 +22,12 @@ _EVENTS = (
 
 FORMATTED_TYPES: tuple[tuple[str, str, str], ...] = (
     ("kode_nb.types", "ToolResult", "result"),
-    ("kode_nb.tools", "Tool", "tool"),
-    ("kode_nb.registry", "ToolRegistry", "registry"),
+    ("kode_nb.tools._model", "Tool", "tool"),
+    ("kode_nb.tools._registry", "ToolRegistry", "registry"),
     ("kode_nb.builtins", "RegisteredTools", "registered"),
-    ("kode_nb.policy", "Policy", "policy"),
-    ("kode_nb.approval", "ApprovalRequest", "approval"),
-    *(("kode_nb.events", name, "event") for name in _EVENTS),
+    ("kode_nb.policy._policy", "Policy", "policy"),
+    ("kode_nb.policy._approval", "ApprovalRequest", "approval"),
+    *(("kode_nb.events._events", name, "event") for name in _EVENTS),
 )
 """``(module, class name, renderer key)`` of every type given a rich display."""
 

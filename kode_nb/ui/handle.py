@@ -1,9 +1,9 @@
 """``CallHandle``: what ``%tool NAME ...`` returns while the call runs in the background.
 
-The cell that starts a call returns at once (a call may wait for a click, JUPYTER-NOTES §1);
-a later cell can ``await h``, check ``h.done()``, read ``h.result()`` or ``h.cancel()``.
-Displaying the handle shows the call's live view (once per cell: the magic already shows it).
-No widget imports here.
+The cell that starts a call returns at once (a call may wait for a click; docs/ARCHITECTURE.md,
+"Notebook execution model", says why); a later cell can ``await h``, check ``h.done()``, read
+``h.result()`` or ``h.cancel()``. Displaying the handle shows the call's live view (once per cell:
+the magic already shows it). No widget imports here.
 """
 
 from __future__ import annotations
@@ -81,14 +81,14 @@ class CallHandle:
         Call it from a notebook cell (the kernel's loop thread). Returns False when nothing is
         waiting for a decision (not asked yet, already decided, or no live prompt).
         """
-        from kode_nb.approval import approve
+        from kode_nb.policy._approval import approve
 
         prompt = self._waiting_prompt()
         return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
 
     def deny(self, reason: str | None = None) -> bool:
         """Deny the waiting request (``reason`` goes to the model), as the Deny button does."""
-        from kode_nb.approval import deny
+        from kode_nb.policy._approval import deny
 
         prompt = self._waiting_prompt()
         return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))

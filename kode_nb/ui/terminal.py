@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from kode_nb.approval import ApprovalDecision, ApprovalRequest, approve, deny
+from kode_nb.policy._approval import ApprovalDecision, ApprovalRequest, approve, deny
 from kode_nb.ui.html import approval_text
 
 __all__ = ["HEADLESS_REASON", "TerminalApprover", "headless_denial"]

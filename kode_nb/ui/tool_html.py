@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kode_nb.ui.html import BOX, PRE, TD, esc, fmt_duration, kind_badge, pretty_json
 
 if TYPE_CHECKING:
-    from kode_nb.registry import ToolRegistry
-    from kode_nb.tools import Tool
+    from kode_nb.tools._model import Tool
+    from kode_nb.tools._registry import ToolRegistry
 
 __all__ = [
     "FORMATS",
@@ -128,7 +128,7 @@ FORMATS: Mapping[str, str] = {
 
 
 def _exporter(fmt: str) -> Callable[[Tool], dict[str, Any]]:
-    from kode_nb import formats
+    from kode_nb.tools import _formats as formats
 
     if fmt == "openai-strict":
         return lambda t: formats.openai_tool(t, strict=True)

@@ -4,7 +4,7 @@ Every span is one ``<details>``: its summary line holds the kind, the name, the 
 duration and the tokens; opening it shows what the span recorded (the prompt and the answer of
 a run, the response of a model call, the arguments, result and approval events of a tool call)
 and its children, so a subagent's run nests under the tool call that ran it. The trace is
-redacted when it is recorded (:func:`kode_nb.redact`), and every value is HTML-escaped
+redacted when it is recorded (:func:`kode_nb._redact`), and every value is HTML-escaped
 here. No widgets: these strings are saved in the notebook and read by nbconvert and nbval.
 """
 

@@ -12,7 +12,7 @@ from kode_nb.models.base import (
     Finish,
     ModelEvent,
     ModelRequest,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     UsageInfo,
 )
@@ -37,7 +37,7 @@ class LaxModel:
         self.requests.append(request)
         turn = self.turns[n]
         if isinstance(turn, str):
-            yield TextDelta(text=turn)
+            yield TextChunk(text=turn)
             yield UsageInfo(input_tokens=10, output_tokens=2)
             yield Finish(stop_reason="end_turn")
             return
@@ -68,7 +68,7 @@ class SlowModel:
         except asyncio.CancelledError:
             self.cancelled = True
             raise
-        yield TextDelta(text=self.text)
+        yield TextChunk(text=self.text)
         yield Finish(stop_reason="end_turn")
 
 
@@ -85,7 +85,7 @@ class BrokenModel:
     async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if self.exc is not None:
             raise self.exc
-        yield TextDelta(text="")  # pragma: no cover - only makes this an async generator
+        yield TextChunk(text="")  # pragma: no cover - only makes this an async generator
 
 
 class Recorder:

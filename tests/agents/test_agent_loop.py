@@ -31,7 +31,7 @@ from kode_nb.models import (
     ModelRequest,
     ScriptedModel,
     TestModel,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolResultMessage,
     UserMessage,
@@ -193,7 +193,7 @@ async def test_missing_or_repeated_call_ids_are_made_unique(tools: ToolRegistry)
                 yield ToolCallPart(id="call_0", name="add", arguments='{"a": 1, "b": 2}')
                 yield ToolCallPart(id="", name="mul", arguments='{"a": 2, "b": 3}')
             else:
-                yield TextDelta(text="done")
+                yield TextChunk(text="done")
 
     result = await Agent(model=SameIds(), tools=["add", "mul"]).run("go")
     asked = [c.id for m in result.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]

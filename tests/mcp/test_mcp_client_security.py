@@ -16,10 +16,10 @@ import pytest
 from mcp_helpers import HOSTILE, HttpServer
 
 from kode_nb import AutoApprove, Executor, ToolKind, ToolRegistry, define_tool
-from kode_nb.approval import ApprovalRequest, approve
 from kode_nb.errors import ConfigurationError
 from kode_nb.mcp import McpServerConfig, connect
 from kode_nb.mcp.config import parse_config
+from kode_nb.policy import ApprovalRequest, approve
 
 pytestmark = pytest.mark.anyio
 

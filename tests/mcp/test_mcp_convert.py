@@ -9,7 +9,6 @@ import mcp_types as mt
 import pytest
 
 from kode_nb import ImageBlock, JsonBlock, TextBlock, ToolKind, ToolResult, define_tool
-from kode_nb.formats import mcp_annotations
 from kode_nb.mcp._convert import (
     from_mcp_result,
     kind_from_annotations,
@@ -18,6 +17,7 @@ from kode_nb.mcp._convert import (
     tool_name_for,
 )
 from kode_nb.mcp._links import describe_error
+from kode_nb.tools._formats import mcp_annotations
 from kode_nb.types import validate_name
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 8).decode()

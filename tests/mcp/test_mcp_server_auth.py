@@ -19,8 +19,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from kode_nb import ToolRegistry, define_tool
+from kode_nb.agents import REDACTED, redact_text
 from kode_nb.mcp import McpConnectionError, McpServerHandle, connect, serve
-from kode_nb.redact import REDACTED, redact_text
 
 pytestmark = pytest.mark.anyio
 

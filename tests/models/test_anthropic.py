@@ -16,7 +16,7 @@ from kode_nb.models import (
     ModelProtocolError,
     ModelRequest,
     ModelSettings,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolCallRequest,
     ToolResultMessage,
@@ -69,7 +69,7 @@ async def test_text_stream_headers_and_body() -> None:
     server = MockServer(sse("anthropic_text.txt"))
     async with server.client() as client:
         out = await events(model(client), request(tools=(WEATHER,), temperature=0.5))
-    assert [e.text for e in out if isinstance(e, TextDelta)] == ["Hello", "! How can", " I help?"]
+    assert [e.text for e in out if isinstance(e, TextChunk)] == ["Hello", "! How can", " I help?"]
     assert out[-2:] == [
         UsageInfo(input_tokens=472, output_tokens=15),
         Finish(stop_reason="end_turn"),
@@ -113,8 +113,8 @@ async def test_tool_use_assembled_from_input_json_deltas() -> None:
     # the text comes first, each call as soon as its block stops
     kinds = [type(e).__name__ for e in out]
     assert kinds == [
-        "TextDelta",
-        "TextDelta",
+        "TextChunk",
+        "TextChunk",
         "ToolCallPart",
         "ToolCallPart",
         "UsageInfo",
@@ -207,7 +207,7 @@ async def test_stream_cut_before_message_stop() -> None:
     async with server.client() as client:
         with pytest.raises(ModelProtocolError, match="ended before 'message_stop'"):
             await drain(model(client).stream(request()), seen)
-    assert seen == [TextDelta(text="Once upon")]
+    assert seen == [TextChunk(text="Once upon")]
     assert len(server.requests) == 1
 
 

@@ -28,7 +28,7 @@ from kode_nb.models import (
     ScriptExhausted,
     ScriptMismatch,
     TestModel,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolCallRequest,
     ToolSpec,
@@ -40,7 +40,7 @@ from kode_nb.models import (
 from kode_nb.models._http import error_message, iter_sse, redact, retry_after
 from kode_nb.models.base import ModelEvent
 from kode_nb.models.openai_compat import OpenAIChatModel
-from kode_nb.registry import ToolRegistry
+from kode_nb.tools._registry import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 
@@ -54,8 +54,8 @@ async def test_collect_folds_a_stream() -> None:
     seen: list[str] = []
     response = await collect(
         _stream(
-            TextDelta(text="Hel"),
-            TextDelta(text="lo"),
+            TextChunk(text="Hel"),
+            TextChunk(text="lo"),
             ToolCallPart(id="1", name="a", arguments="{}"),
             UsageInfo(input_tokens=3, output_tokens=1),
             UsageInfo(input_tokens=0, output_tokens=2),
@@ -72,7 +72,7 @@ async def test_collect_folds_a_stream() -> None:
     assert seen == ["Hel", "lo"]
     assert response.to_message() == AssistantMessage(text="Hello", tool_calls=response.tool_calls)
     # without a Finish the reason is inferred
-    assert (await collect(_stream(TextDelta(text="x")))).stop_reason == "end_turn"
+    assert (await collect(_stream(TextChunk(text="x")))).stop_reason == "end_turn"
     calls_only = await collect(_stream(ToolCallPart(id="1", name="a", arguments="")))
     assert calls_only.stop_reason == "tool_calls"
 

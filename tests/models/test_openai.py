@@ -20,7 +20,7 @@ from kode_nb.models import (
     ModelRequest,
     ModelSettings,
     OpenAIChatModel,
-    TextDelta,
+    TextChunk,
     ToolCallRequest,
     ToolResultMessage,
     ToolSpec,
@@ -72,7 +72,7 @@ async def test_plain_text_stream_and_request_body() -> None:
     server = MockServer(sse("openai_text.txt"))
     async with server.client() as client:
         out = await events(model(server, client), request(tools=(WEATHER,)))
-    texts = [e.text for e in out if isinstance(e, TextDelta)]
+    texts = [e.text for e in out if isinstance(e, TextChunk)]
     assert texts == ["The", " capital", " of France", " is Paris."]
     assert out[-2:] == [UsageInfo(input_tokens=24, output_tokens=7), Finish(stop_reason="end_turn")]
     (req,) = server.requests
@@ -290,7 +290,7 @@ async def test_stream_ending_before_done_is_a_protocol_error() -> None:
     async with server.client() as client:
         with pytest.raises(ModelProtocolError, match=r"ended before 'data: \[DONE\]'"):
             await drain(model(server, client).stream(request()), seen)
-    assert [e.text for e in seen if isinstance(e, TextDelta)] == ["Once upon", " a time"]
+    assert [e.text for e in seen if isinstance(e, TextChunk)] == ["Once upon", " a time"]
     assert len(server.requests) == 1  # a started stream is never retried
 
 

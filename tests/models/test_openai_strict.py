@@ -23,8 +23,8 @@ from kode_nb.models import (
     collect,
     resolve_model,
 )
-from kode_nb.schema_dialects import openai_strict_schema
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
+from kode_nb.tools._schema_dialects import openai_strict_schema
 
 from ._mock import MockServer, sse
 

@@ -15,7 +15,7 @@ from kode_nb.models import (
     ScriptedModel,
     ScriptExhausted,
     ScriptMismatch,
-    TextDelta,
+    TextChunk,
     ToolCallPart,
     ToolSpec,
     Turn,
@@ -25,7 +25,7 @@ from kode_nb.models import (
     raw_call,
 )
 from kode_nb.models.base import Model, ModelEvent
-from kode_nb.registry import ToolRegistry
+from kode_nb.tools._registry import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 
@@ -80,15 +80,15 @@ async def test_plays_each_turn_in_order(registry: ToolRegistry) -> None:
 
     third = await events(model, request(tools))
     assert [type(e).__name__ for e in third] == [
-        "TextDelta",
-        "TextDelta",
+        "TextChunk",
+        "TextChunk",
         "ToolCallPart",
         "UsageInfo",
         "Finish",
     ]
 
     final = await events(model, request(tools))
-    deltas = [e.text for e in final if isinstance(e, TextDelta)]
+    deltas = [e.text for e in final if isinstance(e, TextChunk)]
     assert deltas == ["The ", "sum ", "is ", "3."]  # word pieces, for live views
     assert final[-1] == Finish(stop_reason="end_turn")
     assert model.turns_played == 4

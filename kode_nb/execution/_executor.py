@@ -48,11 +48,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kode_nb._pipeline import ExecutorCore
-from kode_nb._plans import ApproverLike, LoopSlots, PolicyLike, RegistryLike
-from kode_nb._running import CallState
 from kode_nb.errors import ConfigurationError, KodeUsageError
-from kode_nb.events import CallRequested, EventBus
+from kode_nb.events._events import CallRequested, EventBus
+from kode_nb.execution._control import Workers, absorb, make_plan, on_timeout
+from kode_nb.execution._pipeline import CallSteps
+from kode_nb.execution._plans import ApproverLike, LoopSlots, PolicyLike, RegistryLike
+from kode_nb.execution._running import CallState
 from kode_nb.types import ToolResult, normalize_name
 
 __all__ = ["ApproverLike", "Executor", "PolicyLike", "RegistryLike", "RunningCall", "ToolCall"]
@@ -95,13 +96,13 @@ _default_registry: Callable[[], RegistryLike] | None = None
 def _current_registry() -> RegistryLike:
     global _default_registry
     if _default_registry is None:
-        from kode_nb.registry import default_registry
+        from kode_nb.tools._registry import default_registry
 
         _default_registry = default_registry
     return _default_registry()
 
 
-class Executor(ExecutorCore):
+class Executor:
     """Runs tool calls from a registry under a policy; the rules are in the module docstring.
 
     ``registry`` defaults to the current :func:`~kode_nb.default_registry` at call time and
@@ -112,6 +113,12 @@ class Executor(ExecutorCore):
     without their own ``timeout``. ``deps`` and
     ``user`` reach tools through their :class:`~kode_nb.ToolContext`.
     """
+
+    policy: PolicyLike
+    approver: ApproverLike | None
+    bus: EventBus
+    deps: Any
+    user: str | None
 
     def __init__(
         self,
@@ -132,7 +139,7 @@ class Executor(ExecutorCore):
                 f"Executor(registry=...) needs a ToolRegistry, got {registry!r}"
             )
         if policy is None:
-            from kode_nb.policy import Policy
+            from kode_nb.policy._policy import Policy
 
             policy = Policy()
         elif not callable(getattr(policy, "approval_for", None)):
@@ -177,10 +184,10 @@ class Executor(ExecutorCore):
         self._group_limits = limits
         self._default_timeout = default_timeout
         self._network_timeout = network_timeout
-        self._slots = LoopSlots(None, max_concurrency, limits, self._on_timeout)
-        self._inflight = {}
-        self._stopping = {}
-        self._pool = None
+        self._slots = LoopSlots(None, max_concurrency, limits, on_timeout)
+        self._inflight: dict[CallState, None] = {}
+        self._workers = Workers(max_concurrency)
+        self._steps = CallSteps(self, self._workers)
         self._closed = False
         self._ids = itertools.count(1)
         self._id_prefix = f"call_{secrets.token_hex(4)}_"
@@ -256,12 +263,12 @@ class Executor(ExecutorCore):
         registry = self._registry if self._registry is not None else _current_registry()
         tool = registry.get(name) if isinstance(name, str) else None
         if tool is None:
-            return self._not_found(registry, name, tname, cid, run_id, parent_call_id)
+            return self._steps.not_found(registry, name, tname, cid, run_id, parent_call_id)
         loop = asyncio.get_running_loop()
         slots = self._slots
         if slots.loop is not loop:
             slots = self._slots = LoopSlots(
-                loop, self._max_concurrency, self._group_limits, self._on_timeout
+                loop, self._max_concurrency, self._group_limits, on_timeout
             )
         plan = slots.plans.get(tool)
         if (
@@ -269,7 +276,7 @@ class Executor(ExecutorCore):
             or plan.registry is not registry
             or plan.version != getattr(registry, "version", 0)
         ):
-            plan = self._plan(tool, slots, registry)
+            plan = make_plan(tool, slots, registry, self._default_timeout, self._network_timeout)
         st = CallState(
             tname, cid, run_id, parent_call_id, bus, on_update, loop, slots.thread,
             asyncio.current_task(loop), time.time(), plan, registry,
@@ -277,14 +284,14 @@ class Executor(ExecutorCore):
         inflight = self._inflight
         inflight[st] = None
         try:
-            result = await self._pipeline(st, tool, arguments, approver)
+            result = await self._steps.run(st, tool, arguments, approver)
         except asyncio.CancelledError:
-            if not self._absorb(st):
-                self._stopped_from_outside(st, "the caller was cancelled")
+            if not absorb(st):
+                self._steps.stopped_from_outside(st, "the caller was cancelled")
                 raise
-            result = self._interrupted(st)
+            result = self._steps.interrupted(st)
         except KeyboardInterrupt:
-            self._stopped_from_outside(st, "interrupted (KeyboardInterrupt)")
+            self._steps.stopped_from_outside(st, "interrupted (KeyboardInterrupt)")
             raise
         finally:
             st.done = True
@@ -356,7 +363,7 @@ class Executor(ExecutorCore):
                 call_id=s.call_id, run_id=s.run_id, parent_call_id=s.parent_call_id, tool=s.tool,
                 status=s.status, started=s.started,
             )
-            for s in [*self._inflight, *self._stopping]
+            for s in [*self._inflight, *self._workers.stopping]
         ]  # fmt: skip
 
     def close(self) -> None:
@@ -365,8 +372,7 @@ class Executor(ExecutorCore):
             return
         self._closed = True
         self.cancel(reason="the executor was closed")
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._workers.shutdown()
 
     def __enter__(self) -> Executor:
         return self

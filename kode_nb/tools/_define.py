@@ -1,14 +1,14 @@
 """``@tool`` and :func:`define_tool`: a typed function becomes a registered :class:`~kode_nb.Tool`.
 
-Defining is registering (seed 001): the tool goes into the current registry
+Defining is registering: the tool goes into the current registry
 (:func:`kode_nb.default_registry`) unless ``registry=None``; re-running a notebook cell that
 defines the same function replaces the tool (same ``module.qualname`` source).
 
 Three ways to describe the arguments:
 
-- the function's signature, type hints and docstring (the usual way, see :mod:`kode_nb.schema`);
+- the function's signature, type hints and docstring (the usual way, see :mod:`kode_nb.tools._schema`);
 - ``parameters={...}``: a raw JSON Schema; the function gets the validated arguments dict;
-- ``input_config={"inputs": {...}}`` (seed 000): same, with a simple typed input list.
+- ``input_config={"inputs": {...}}``: same, with a simple typed input list.
 
 Either way a parameter annotated :class:`~kode_nb.ToolContext` receives the call's context.
 """
@@ -22,18 +22,18 @@ from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import Any, TypeVar, overload
 
-from kode_nb.docstrings import parse_docstring
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.introspect import docstring_of, signature_of, unwrap
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.schema import (
+from kode_nb.tools._docstrings import parse_docstring
+from kode_nb.tools._introspect import docstring_of, signature_of, unwrap
+from kode_nb.tools._model import ArgumentValidator, Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
+from kode_nb.tools._schema import (
     call_mode,
     function_schema,
     input_config_validator,
     is_context_annotation,
     schema_validator,
 )
-from kode_nb.tools import ArgumentValidator, Tool
 from kode_nb.types import (
     NOT_GIVEN,
     ApprovalRule,
@@ -81,7 +81,7 @@ def define_tool(
         description: What the tool does, for the model; defaults to the docstring's description.
         parameters: A raw JSON Schema (top-level ``"type": "object"``) instead of the signature;
             the function then receives the validated arguments dict as its first parameter.
-        input_config: A seed-000 ``{"inputs": {name: {"description", "type", "required"}}}``
+        input_config: An ``inputConfig`` ``{"inputs": {name: {"description", "type", "required"}}}``
             instead of the signature; the function receives the arguments dict.
         label: A human label for displays; defaults to the name in words.
         kind: read, edit, delete, move, search, execute, fetch, think or other.

@@ -1,4 +1,4 @@
-"""The fast path of :func:`kode_nb.schema.function_schema`: simple signatures without a model.
+"""The fast path of :func:`kode_nb.tools._schema.function_schema`: simple signatures without a model.
 
 Most tools take a handful of plain arguments (``city: str, days: int = 3``). For those,
 building a pydantic model class and asking pydantic for its JSON Schema costs far more than the
@@ -55,7 +55,7 @@ _UNSORTED_UNDER = ("properties", "default")
 
 
 class ParamInfo(typing.NamedTuple):
-    """One parameter as the schema builders need it (here and in :mod:`kode_nb.schema`)."""
+    """One parameter as the schema builders need it (here and in :mod:`kode_nb.tools._schema`)."""
 
     name: str
     annotation: Any

@@ -41,7 +41,7 @@ class ToolStats:
 
 @dataclass(frozen=True, kw_only=True)
 class RegistryStats(Mapping[str, ToolStats]):
-    """Registry summary (seed 002 ``getStats``); also a mapping of tool name -> ToolStats."""
+    """Registry summary; also a mapping of tool name -> ToolStats."""
 
     total: int
     """Number of registered tools."""

@@ -3,7 +3,7 @@
 Allowed tools. ``deny`` wins over everything; then, if a ``profile`` is set, the tool must match
 one of its entries; then, if ``allow`` is given, it must match one of those too (so the allowed
 set is profile ∩ allow). No profile and no allow list: everything not denied is allowed. An
-empty ``allow`` list allows nothing. Entries are selectors (:mod:`kode_nb.selectors`): a tool
+empty ``allow`` list allows nothing. Entries are selectors (:mod:`kode_nb.tools._selectors`): a tool
 name, ``group:NAME``, ``kind:KIND``, ``category:CAT`` or ``*``.
 
 Approval (:meth:`Policy.approval_for`), first match wins:
@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-from kode_nb.errors import ConfigurationError, ToolPermissionError
-from kode_nb.registry import ToolRegistry, default_registry
-from kode_nb.selectors import check_key, parse_selector
-from kode_nb.tools import Tool
+from kode_nb._paths import resolve_allowed_path
+from kode_nb.errors import ConfigurationError
+from kode_nb.tools._model import Tool
+from kode_nb.tools._registry import ToolRegistry, default_registry
+from kode_nb.tools._selectors import check_key, parse_selector
 from kode_nb.types import MUTATING_KINDS, ToolKind, normalize_name
 
 __all__ = ["ApprovalMode", "Decision", "Policy", "resolve_allowed_path"]
@@ -336,38 +337,3 @@ def _first_match(entries: Sequence[str], tool: Tool, registry: ToolRegistry) -> 
 
 
 # --------------------------------------------------------------------------- paths
-
-
-def resolve_allowed_path(
-    path: str | os.PathLike[str], roots: Sequence[str | os.PathLike[str]], *, tool: str = ""
-) -> Path:
-    """Resolve ``path`` and return it if it lies inside one of ``roots``.
-
-    ``~`` is expanded, a relative path is taken relative to the first root, and symlinks and
-    ``..`` are resolved (for a file that does not exist yet, its existing parents are). A path
-    that ends up outside every root - by ``..``, a symlink or an absolute path - raises
-    :class:`~kode_nb.errors.ToolPermissionError` naming the path and the roots.
-    """
-    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
-    if not isinstance(text, str) or not text.strip() or "\x00" in text:
-        raise ToolPermissionError(tool, f"Invalid path {text!r}: expected a non-empty file path.")
-    if not roots:
-        raise ToolPermissionError(
-            tool,
-            f"File access is disabled: no allowed paths are configured, so {text!r} cannot be "
-            "used. Allow a directory with Policy(allowed_paths=[...]) or policy.add_path(dir).",
-        )
-    real_roots = [os.path.realpath(os.path.expanduser(os.fspath(r))) for r in roots]
-    candidate = os.path.expanduser(text)
-    if not os.path.isabs(candidate):
-        candidate = os.path.join(real_roots[0], candidate)
-    real = os.path.realpath(candidate)
-    folded = os.path.normcase(real)
-    for root in map(os.path.normcase, real_roots):
-        if folded == root or folded.startswith(root.rstrip(os.sep) + os.sep):
-            return Path(real)
-    shown = ", ".join(real_roots)
-    resolved = "" if real == text else f" (resolves to {real!r})"
-    raise ToolPermissionError(
-        tool, f"Access denied: path {text!r}{resolved} is outside the allowed paths: {shown}."
-    )

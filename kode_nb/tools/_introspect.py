@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Union
 
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.tools import CallMode
+from kode_nb.tools._model import CallMode
 from kode_nb.types import ToolContext
 
 __all__ = [

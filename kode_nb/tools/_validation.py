@@ -1,6 +1,6 @@
 """Argument validators: raw model arguments in, keyword arguments (or an arguments dict) out.
 
-Every validator implements :class:`kode_nb.tools.ArgumentValidator`: ``validate(raw, tool=)``
+Every validator implements :class:`kode_nb.tools._model.ArgumentValidator`: ``validate(raw, tool=)``
 accepts JSON text (``str``/``bytes``), a mapping, or ``None``/``""`` (no arguments), and raises
 :class:`~kode_nb.errors.ToolValidationError` with one :class:`~kode_nb.errors.FieldIssue` per
 problem, located by the *argument* names the model used (``"items.2.name"``).
@@ -8,10 +8,10 @@ problem, located by the *argument* names the model used (``"items.2.name"``).
 - :class:`ParamsValidator`: one pydantic model per function, fields aliased by parameter name.
 - :class:`SimpleParamsValidator`: the same for simple signatures, with no model class at all.
 - :class:`LoneModelValidator`: the function takes one pydantic model; the arguments are it.
-- :class:`ConfigArgsValidator`: seed-000 ``inputConfig`` tools; returns the arguments dict.
+- :class:`ConfigArgsValidator`: ``inputConfig`` tools; returns the arguments dict.
 - :class:`JsonSchemaValidator`: a raw JSON Schema, checked by ``jsonschema`` (imported lazily).
 
-Built by :mod:`kode_nb.schema`; this module only validates and explains.
+Built by :mod:`kode_nb.tools._schema`; this module only validates and explains.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import SchemaValidator, from_json, to_jsonable_python
 
 from kode_nb.errors import FieldIssue, ToolValidationError
-from kode_nb.issues import jsonschema_issues, not_an_object, pydantic_issues, unexpected_field
+from kode_nb.tools._issues import (
+    jsonschema_issues,
+    not_an_object,
+    pydantic_issues,
+    unexpected_field,
+)
 
 if TYPE_CHECKING:
     from pydantic.plugin._schema_validator import PluggableSchemaValidator
@@ -113,7 +118,7 @@ class ParamsValidator(_PydanticValidator):
 
 
 class SimpleParamsValidator(_CoreValidator):
-    """Validates a simple signature (see :mod:`kode_nb._simple_schema`) without a model class.
+    """Validates a simple signature (see :mod:`kode_nb.tools._simple_schema`) without a model class.
 
     A pydantic-core typed-dict validator keyed by the parameter names: the same field schemas,
     lax mode and forbidden extras as :class:`ParamsValidator`'s model, so the same outcomes.

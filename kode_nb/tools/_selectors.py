@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 from kode_nb.types import ToolCategory, ToolKind, normalize_name, validate_name
 
 __all__ = ["BUILTIN_PROFILES", "GroupSource", "Selector", "SelectorType", "parse_selector"]

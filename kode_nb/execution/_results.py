@@ -1,6 +1,6 @@
 """How a tool's return value or exception becomes the content and status of a ToolResult.
 
-Used by :mod:`kode_nb.executor`; the rules are listed in :func:`convert_value` and
+Used by :mod:`kode_nb.execution._executor`; the rules are listed in :func:`convert_value` and
 :func:`exception_outcome`.
 """
 
@@ -11,7 +11,6 @@ import dataclasses
 import enum
 from typing import Any
 
-from kode_nb._builders import json_block, text_block
 from kode_nb.errors import (
     ToolCancelledError,
     ToolError,
@@ -21,6 +20,7 @@ from kode_nb.errors import (
     ToolTimeoutError,
     ToolValidationError,
 )
+from kode_nb.execution._builders import json_block, text_block
 from kode_nb.types import ContentBlock, ImageBlock, JsonBlock, ResultStatus, TextBlock
 
 __all__ = ["NO_OUTPUT", "ResultTypeError", "convert_value", "exception_outcome"]

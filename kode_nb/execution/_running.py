@@ -1,4 +1,4 @@
-"""The pieces of one running tool call, used by :mod:`kode_nb.executor`.
+"""The pieces of one running tool call, used by :mod:`kode_nb.execution._executor`.
 
 * :class:`CallState` — the record of one in-flight call: ids, status, task, cancel token, why
   the executor stopped it, and the thread-safe, in-order delivery of its updates.
@@ -22,17 +22,17 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from kode_nb.approval import ApprovalDecision, ApprovalRequest, _coerce
 from kode_nb.errors import ToolCancelledError
-from kode_nb.events import CallUpdate
+from kode_nb.events._events import CallUpdate
+from kode_nb.policy._approval import ApprovalDecision, ApprovalRequest, _coerce
 from kode_nb.types import CancelToken, ToolContext
 
 if TYPE_CHECKING:
-    from kode_nb.events import EventBus
+    from kode_nb.events._events import EventBus
 
 __all__ = ["CallState", "Deadlines", "decide", "drive_async_gen", "drive_gen", "preview_text"]
 
-log = logging.getLogger("kode_nb.executor")
+log = logging.getLogger("kode_nb.execution._executor")
 
 
 _PENDING_LOCK = threading.Lock()

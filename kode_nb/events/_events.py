@@ -38,7 +38,7 @@ __all__ = [
     "event_to_dict",
 ]
 
-log = logging.getLogger("kode_nb.events")
+log = logging.getLogger("kode_nb.events._events")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -307,7 +307,7 @@ class JsonlAuditLog:
         self._lock = threading.Lock()
         self.include_updates = include_updates
         self.redact_secrets = redact_secrets
-        """Pass every line through :func:`kode_nb.redact.redact` (API keys, tokens, passwords)."""
+        """Pass every line through :func:`kode_nb._redact.redact` (API keys, tokens, passwords)."""
         if isinstance(target, (str, Path)):
             self.path: Path | None = Path(target)
             self._stream: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
@@ -322,7 +322,7 @@ class JsonlAuditLog:
             return
         data = event_to_dict(event)
         if self.redact_secrets:
-            from kode_nb.redact import redact
+            from kode_nb._redact import redact
 
             data = redact(data)
         line = json.dumps(data, ensure_ascii=False, default=str)

@@ -6,8 +6,8 @@ same ``source`` (a re-run notebook cell) replaces it; one from elsewhere raises
 :class:`~kode_nb.errors.DuplicateToolError`. All methods are thread-safe.
 
 Groups are a tool's own ``groups`` plus groups defined here (:meth:`ToolRegistry.define_group`);
-profiles are named lists of selectors (:mod:`kode_nb.selectors`), with built-ins ``minimal``,
-``coding`` and ``full``. Call stats live in :mod:`kode_nb.stats`.
+profiles are named lists of selectors (:mod:`kode_nb.tools._selectors`), with built-ins ``minimal``,
+``coding`` and ``full``. Call stats live in :mod:`kode_nb.tools._stats`.
 
 :func:`default_registry` returns the current registry: the one made current by
 :func:`use_registry` in this context, else one process-wide registry created on first use.
@@ -24,12 +24,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, overload
 
-from kode_nb import formats
 from kode_nb.errors import ConfigurationError, DuplicateToolError, ToolNotFoundError
-from kode_nb.plugins import LoadReport, load_entry_points
-from kode_nb.selectors import BUILTIN_PROFILES, Selector, check_key, parse_selector
-from kode_nb.stats import CallCounter, RegistryStats, ToolStats
-from kode_nb.tools import Tool
+from kode_nb.tools import _formats as formats
+from kode_nb.tools._model import Tool
+from kode_nb.tools._plugins import LoadReport, load_entry_points
+from kode_nb.tools._selectors import BUILTIN_PROFILES, Selector, check_key, parse_selector
+from kode_nb.tools._stats import CallCounter, RegistryStats, ToolStats
 from kode_nb.types import ToolCategory, ToolKind, normalize_name
 
 __all__ = [
@@ -44,7 +44,7 @@ __all__ = [
     "use_registry",
 ]
 
-log = logging.getLogger("kode_nb.registry")
+log = logging.getLogger("kode_nb.tools._registry")
 
 
 # --------------------------------------------------------------------------- the registry
@@ -324,7 +324,7 @@ class ToolRegistry:
         """Register tools from installed packages' entry points; one failure never stops the rest.
 
         An entry point may resolve to a Tool, an iterable of Tools, or a zero-argument callable
-        returning either. See :func:`kode_nb.plugins.load_entry_points`.
+        returning either. See :func:`kode_nb.tools._plugins.load_entry_points`.
         """
         return load_entry_points(self, group)
 

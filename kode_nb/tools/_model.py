@@ -32,7 +32,7 @@ generator (each item an update, the ``return`` value or last item the result).""
 
 
 class ArgumentValidator(Protocol):
-    """Validates raw model arguments for one tool. Implemented in :mod:`kode_nb.schema`."""
+    """Validates raw model arguments for one tool. Implemented in :mod:`kode_nb.tools._schema`."""
 
     schema: dict[str, Any]
     """The JSON Schema the model sees."""

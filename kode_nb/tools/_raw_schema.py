@@ -1,4 +1,4 @@
-"""Tools from a raw JSON Schema or a seed-000 ``inputConfig``.
+"""Tools from a raw JSON Schema or a ``inputConfig``.
 
 :func:`schema_validator` checks a raw JSON Schema against its metaschema and caches a
 ``jsonschema`` validator; ``jsonschema`` is imported only here, lazily (it costs ~650 ms).
@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, create_model
 from pydantic_core import PydanticUndefined
 
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.validation import ConfigArgsValidator, JsonSchemaValidator
+from kode_nb.tools._validation import ConfigArgsValidator, JsonSchemaValidator
 
 __all__ = ["input_config_schema", "input_config_validator", "schema_validator"]
 
@@ -110,7 +110,7 @@ def _input_specs(input_config: Mapping[str, Any]) -> list[tuple[str, str, str, b
 
 
 def input_config_schema(input_config: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON Schema of a seed-000 ``inputConfig`` (``{"inputs": {name: {...}}}``)."""
+    """The JSON Schema of a ``inputConfig`` (``{"inputs": {name: {...}}}``)."""
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, kind, description, is_required in _input_specs(input_config):

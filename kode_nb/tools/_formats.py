@@ -1,7 +1,7 @@
 """Provider exports of a tool: OpenAI (plain and strict), Anthropic, Gemini and MCP.
 
 ``openai_tool(tool, strict=True)`` and ``gemini_tool`` rewrite the schema with
-:mod:`kode_nb.schema_dialects` (its docstring lists each provider's rules); Anthropic and MCP
+:mod:`kode_nb.tools._schema_dialects` (its docstring lists each provider's rules); Anthropic and MCP
 get the schema as it is. Every function deep-copies: the tool's own schema is never modified.
 Root schemas must be objects (all four providers require it); anything else raises
 ConfigurationError. A tool without a description gets no ``description`` key.
@@ -21,14 +21,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kode_nb.schema_dialects import (
+from kode_nb.tools._model import Tool
+from kode_nb.tools._schema_dialects import (
     GEMINI_KEYS,
     check_root,
     drop_strict_nulls,
     gemini_schema,
     openai_strict_schema,
 )
-from kode_nb.tools import Tool
 from kode_nb.types import MUTATING_KINDS, ToolCategory, ToolKind
 
 __all__ = [

@@ -22,7 +22,7 @@ string enums are kept (other values are listed in the description); ``exclusiveM
 ``exclusiveMaximum`` become ``minimum``/``maximum`` for integers; formats Gemini does not know
 move to the description; every key outside :data:`GEMINI_KEYS` is dropped (``title``,
 ``default`` - noted in the description -, ``additionalProperties``, ``$schema``, ``examples``...).
-:func:`~kode_nb.formats.gemini_tool` leaves out ``parameters`` for a tool without any.
+:func:`~kode_nb.tools._formats.gemini_tool` leaves out ``parameters`` for a tool without any.
 Free-form objects (``dict``) lose their value schema (Gemini has no ``additionalProperties``).
 
 :func:`drop_strict_nulls` undoes strict mode's "``null`` means not given" on the arguments a

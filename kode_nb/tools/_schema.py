@@ -2,15 +2,15 @@
 
 :func:`function_schema` reads ``inspect.signature``, the resolved type hints and the docstring.
 When every parameter is of a simple type (``str``, ``int``, ``list[str]``, ``int | None``,
-``Literal[...]``...), :mod:`kode_nb._simple_schema` writes the schema and builds a
+``Literal[...]``...), :mod:`kode_nb.tools._simple_schema` writes the schema and builds a
 pydantic-core validator directly, identical to what the model path gives but several times
 faster to define. Otherwise it builds **one** pydantic model per function (fields named
 ``p0, p1...`` and aliased by the parameter names, so ``json`` or ``model_config`` are fine
 parameter names), which gives both the schema and fast validation (``validate_json`` on the
 raw text).
 
-:func:`schema_validator` (a raw JSON Schema) and :func:`input_config_schema` (a seed-000
-``inputConfig``) live in :mod:`kode_nb.raw_schema` and are re-exported here.
+:func:`schema_validator` (a raw JSON Schema) and :func:`input_config_schema` (an
+``inputConfig``) live in :mod:`kode_nb.tools._raw_schema` and are re-exported here.
 
 Every definition problem raises :class:`~kode_nb.errors.ToolDefinitionError` naming the
 function and the parameter.
@@ -30,10 +30,9 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, JsonSchemaWarningKind
 from pydantic_core import PydanticUndefined, core_schema
 
-from kode_nb._simple_schema import ParamInfo, simple_schema
-from kode_nb.docstrings import parse_docstring
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.introspect import (
+from kode_nb.tools._docstrings import parse_docstring
+from kode_nb.tools._introspect import (
     DEFINE_FIRST,
     call_mode,
     check_param_kind,
@@ -44,9 +43,10 @@ from kode_nb.introspect import (
     signature_of,
     unwrap,
 )
-from kode_nb.raw_schema import input_config_schema, input_config_validator, schema_validator
-from kode_nb.tools import ArgumentValidator, CallMode
-from kode_nb.validation import (
+from kode_nb.tools._model import ArgumentValidator, CallMode
+from kode_nb.tools._raw_schema import input_config_schema, input_config_validator, schema_validator
+from kode_nb.tools._simple_schema import ParamInfo, simple_schema
+from kode_nb.tools._validation import (
     LoneModelValidator,
     ParamsValidator,
     SimpleParamsValidator,

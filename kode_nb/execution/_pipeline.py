@@ -1,10 +1,11 @@
-"""The machinery behind :class:`kode_nb.Executor`: the steps of one call after lookup.
+"""The steps of one call after lookup, composed by :class:`kode_nb.Executor`.
 
-:class:`ExecutorCore` holds the executor's settings and runs policy → validation → approval →
-slots → the tool body under its timeout, and turns every ending into a :class:`ToolResult`
-(emitting the terminal event and recording stats exactly once); worker threads, limits and
-timeouts are :class:`kode_nb._control.CallControl`'s. The public surface, and the rules it
-follows, are in :mod:`kode_nb.executor`.
+:class:`CallSteps` runs policy → validation → approval → slots → the tool body under its timeout,
+and turns every ending into a :class:`ToolResult` (emitting the terminal event and recording
+stats exactly once). It reads the executor's live settings (``policy``, ``approver``, ``bus``,
+``deps``, ``user``) through :class:`Settings`, and uses :class:`kode_nb.execution._control.Workers`
+for worker threads and slots. The public surface, and the rules it follows, are in
+:mod:`kode_nb.execution._executor`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,10 @@ import asyncio
 import inspect
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from kode_nb._builders import make_result, text_block
-from kode_nb._control import PLAIN, CallControl, thread_note
-from kode_nb._plans import ApproverLike, LoopSlots, Plan, PolicyLike, RegistryLike
-from kode_nb._results import convert_value, exception_outcome
-from kode_nb._running import CallState, decide, preview_text
-from kode_nb._threads import DaemonThreadPool
-from kode_nb.approval import ApprovalRequest
 from kode_nb.errors import ToolNotFoundError, ToolTimeoutError, ToolValidationError
-from kode_nb.events import (
+from kode_nb.events._events import (
     ApprovalRequested,
     ApprovalResolved,
     CallCancelled,
@@ -34,10 +28,16 @@ from kode_nb.events import (
     EventBus,
     InvalidArguments,
 )
-from kode_nb.tools import Tool
-from kode_nb.types import ResultStatus, TextBlock, ToolResult
+from kode_nb.execution._builders import make_result, text_block
+from kode_nb.execution._control import PLAIN, Workers, on_loop, thread_note
+from kode_nb.execution._plans import ApproverLike, Plan, PolicyLike, RegistryLike
+from kode_nb.execution._results import convert_value, exception_outcome
+from kode_nb.execution._running import CallState, decide, preview_text
+from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.tools._model import Tool
+from kode_nb.types import ResultStatus, TextBlock, ToolContext, ToolResult
 
-__all__ = ["ExecutorCore"]
+__all__ = ["CallSteps", "Settings"]
 
 _perf = time.perf_counter
 _wall = time.time
@@ -45,41 +45,56 @@ _Policy: type | None = None
 
 
 def _policy_class() -> type:
-    """:class:`kode_nb.policy.Policy` (imported on first use: the executor may get another)."""
+    """:class:`kode_nb.policy._policy.Policy` (imported on first use: the executor may get another)."""
     global _Policy
     if _Policy is None:
-        from kode_nb.policy import Policy
+        from kode_nb.policy._policy import Policy
 
         _Policy = Policy
     return _Policy
 
 
-class ExecutorCore(CallControl):
-    """Settings and per-call machinery; :class:`kode_nb.Executor` adds the public API."""
+class Settings(Protocol):
+    """What the steps read from their executor, at each call (users may reassign them)."""
 
     policy: PolicyLike
     approver: ApproverLike | None
     bus: EventBus
     deps: Any
     user: str | None
-    _max_concurrency: int | None
-    _group_limits: dict[str, int]
-    _default_timeout: float | None
-    _network_timeout: float | None
-    _slots: LoopSlots
-    _inflight: dict[CallState, None]
-    _stopping: dict[CallState, None]
-    _pool: DaemonThreadPool | None
+
+
+class CallSteps:
+    """The per-call machinery of one executor; :class:`kode_nb.Executor` adds the public API."""
+
+    __slots__ = ("_settings", "_workers")
+
+    def __init__(self, settings: Settings, workers: Workers) -> None:
+        self._settings = settings
+        self._workers = workers
+
+    def context(self, st: CallState) -> ToolContext:
+        """The call's :class:`~kode_nb.ToolContext` (built once, on first need)."""
+        ctx = st.context
+        if ctx is None:
+            settings = self._settings
+            ctx = st.context = ToolContext(
+                tool=st.plan.name, call_id=st.call_id, run_id=st.run_id,
+                parent_call_id=st.parent_call_id, cancel=st.get_token(), on_update=st.update,
+                allowed_paths=tuple(settings.policy.allowed_paths), user=settings.user,
+                deps=settings.deps,
+            )  # fmt: skip
+        return ctx
 
     # ----------------------------------------------------------------- steps before running
 
-    def _check(
+    def check(
         self, st: CallState, tool: Tool, arguments: Any
     ) -> ToolResult | tuple[dict[str, Any], dict[str, Any] | None, str | None]:
         """Policy, validation and the approval decision (no await): a result ends the call,
         else ``(kwargs, json_args, why)``; ``why`` (the policy's reason) only if it must ask."""
         plan: Plan = st.plan
-        policy = self.policy
+        policy = self._settings.policy
         name = plan.name
         try:
             allowed, why = policy.is_allowed(tool, st.registry)
@@ -87,14 +102,14 @@ class ExecutorCore(CallControl):
             allowed, why = False, f"the policy check raised {type(exc).__name__}: {exc}"
         if not allowed:
             message = f"Tool '{name}' is not allowed by the policy: {why}"
-            return self._fail(st, "denied", message, "ToolPermissionError")
+            return self.fail(st, "denied", message, "ToolPermissionError")
         try:
             kwargs = plan.validate(arguments, tool=name)
         except ToolValidationError as exc:
-            return self._fail(st, "invalid_arguments", exc.message, exc, issues=exc.issues)
+            return self.fail(st, "invalid_arguments", exc.message, exc, issues=exc.issues)
         except Exception as exc:
             message = f"Invalid arguments for tool '{name}': {exc}"
-            return self._fail(st, "invalid_arguments", message, exc)
+            return self.fail(st, "invalid_arguments", message, exc)
         json_args: dict[str, Any] | None = None
         try:
             if (
@@ -103,22 +118,22 @@ class ExecutorCore(CallControl):
                 and "approval_for" not in policy.__dict__
             ):  # Policy.approval_for reads the arguments only for a predicate rule: no dump
                 decision, why = policy.approval_for(tool, None)  # type: ignore[arg-type]
-                if decision == "ask" or self.bus.active:
+                if decision == "ask" or self._settings.bus.active:
                     json_args = plan.dump(kwargs)
             else:
                 json_args = plan.dump(kwargs)
                 decision, why = policy.approval_for(tool, json_args)
         except Exception as exc:
             message = f"Tool '{name}' was not run: its approval check raised {_describe(exc)}"
-            return self._fail(st, "denied", message, "ToolPermissionError")
+            return self.fail(st, "denied", message, "ToolPermissionError")
         if decision == "auto":
             return kwargs, json_args, None
         if decision != "ask":
             message = f"Tool '{name}' was denied by the policy: {why}"
-            return self._fail(st, "denied", message, "ToolPermissionError")
+            return self.fail(st, "denied", message, "ToolPermissionError")
         return kwargs, json_args, why
 
-    async def _ask(
+    async def ask(
         self,
         st: CallState,
         tool: Tool,
@@ -129,10 +144,10 @@ class ExecutorCore(CallControl):
         """Ask for approval: a denial result, edited ``(kwargs, json_args)``, or ``None`` (go on)."""
         st.status = "waiting_approval"
         if approver is None:
-            approver = self.approver
+            approver = self._settings.approver
         preview = None
         if tool.preview is not None:
-            preview = await preview_text(tool.preview, json_args, self._context(st))
+            preview = await preview_text(tool.preview, json_args, self.context(st))
         kind = tool.kind.value
         ids = _ids(st)
         request = ApprovalRequest(
@@ -140,7 +155,7 @@ class ExecutorCore(CallControl):
             parent_call_id=st.parent_call_id, label=tool.label, description=tool.description,
             reason=why, preview=preview,
         )  # fmt: skip
-        bus = self.bus
+        bus = self._settings.bus
         if bus.active:
             bus.emit(ApprovalRequested(kind=kind, arguments=json_args, reason=why, **ids))
         decision, refusal = await decide(approver, request)
@@ -152,9 +167,9 @@ class ExecutorCore(CallControl):
                 )
             )  # fmt: skip
         if refusal is not None:
-            return self._fail(st, "denied", refusal, "ToolPermissionError")
+            return self.fail(st, "denied", refusal, "ToolPermissionError")
         if decision.always:
-            self.policy.always_allow(tool.name)
+            self._settings.policy.always_allow(tool.name)
         if decision.arguments is None:
             return None
         plan: Plan = st.plan
@@ -163,24 +178,24 @@ class ExecutorCore(CallControl):
             return kwargs, plan.dump(kwargs)
         except ToolValidationError as exc:
             message = "The arguments edited during approval are invalid.\n" + exc.message
-            return self._fail(st, "invalid_arguments", message, exc, issues=exc.issues)
+            return self.fail(st, "invalid_arguments", message, exc, issues=exc.issues)
         except Exception as exc:
             message = f"The arguments edited during approval are invalid: {exc}"
-            return self._fail(st, "invalid_arguments", message, exc)
+            return self.fail(st, "invalid_arguments", message, exc)
 
     # ----------------------------------------------------------------- running
 
-    async def _pipeline(
+    async def run(
         self, st: CallState, tool: Tool, arguments: Any, approver: ApproverLike | None
     ) -> ToolResult:
         """Every step after lookup: :meth:`_check`, asking, slots, the run under its timeout."""
-        checked = self._check(st, tool, arguments)
+        checked = self.check(st, tool, arguments)
         if isinstance(checked, ToolResult):
             return checked
         kwargs, json_args, ask_why = checked
         if ask_why is not None:
             assert json_args is not None
-            asked = await self._ask(st, tool, json_args, ask_why, approver)
+            asked = await self.ask(st, tool, json_args, ask_why, approver)
             if isinstance(asked, ToolResult):
                 return asked
             if asked is not None:
@@ -197,7 +212,7 @@ class ExecutorCore(CallControl):
                     await limit.take()
                 taken += 1
             st.status = "running"
-            bus = self.bus
+            bus = self._settings.bus
             if bus.active:
                 if json_args is None:
                     json_args = plan.dump(kwargs)
@@ -205,7 +220,7 @@ class ExecutorCore(CallControl):
             if plan.arguments_param is not None:
                 kwargs = {plan.arguments_param: kwargs}
             if plan.context_param is not None:
-                kwargs = {**kwargs, plan.context_param: self._context(st)}
+                kwargs = {**kwargs, plan.context_param: self.context(st)}
             timeout = plan.timeout
             if timeout and plan.deadlines is not None:
                 plan.deadlines.add(st.loop.time() + timeout, st)
@@ -215,19 +230,19 @@ class ExecutorCore(CallControl):
                 if plan.mode == "async":
                     value = await plan.function(**kwargs)
                 elif plan.threaded:
-                    value = await self._in_thread(st, plan, kwargs)
+                    value = await self._workers.in_thread(st, plan, kwargs)
                 elif plan.mode == "sync":  # inline
                     value = plan.function(**kwargs)
                     if type(value) not in PLAIN and inspect.isawaitable(value):
                         value = await value
                 else:
-                    value = await self._on_loop(st, plan, kwargs)
+                    value = await on_loop(st, plan, kwargs)
             except (Exception, SystemExit) as exc:
                 if st.requests:  # we stopped it, and the tool turned that into an exception
                     raise asyncio.CancelledError from exc
                 status, message = exception_outcome(plan.name, exc)
                 issues, seconds = getattr(exc, "issues", ()), getattr(exc, "timeout", 0.0)
-                return self._fail(st, status, message, exc, issues=issues, timeout=seconds)
+                return self.fail(st, status, message, exc, issues=issues, timeout=seconds)
             # From here on no await: a timeout can no longer fire for this call.
             if st.requests:
                 raise asyncio.CancelledError  # the tool swallowed our cancellation
@@ -235,7 +250,7 @@ class ExecutorCore(CallControl):
                 status = value.status
                 if value.is_error and status == "ok":
                     status = "error"
-                return self._finish(
+                return self.finish(
                     st, value.content, details=value.details, status=status,
                     is_error=value.is_error, error_type=value.error_type,
                 )  # fmt: skip
@@ -243,31 +258,31 @@ class ExecutorCore(CallControl):
                 content, details = convert_value(value)
             except Exception as exc:
                 status, message = exception_outcome(plan.name, exc)
-                return self._fail(st, status, message, exc)
-            return self._finish(st, content, details)
+                return self.fail(st, status, message, exc)
+            return self.finish(st, content, details)
         finally:
             if taken == 1 and st.thread_future is None and not limits[0].waiters:
                 limits[0].free += 1  # the usual case, inlined: one free limit, nobody waiting
             elif taken:
-                self._release(st, taken)
+                self._workers.release(st, taken)
 
     # ----------------------------------------------------------------- endings
 
-    def _interrupted(self, st: CallState) -> ToolResult:
+    def interrupted(self, st: CallState) -> ToolResult:
         """The result of a call the executor stopped (timeout, ``cancel()``)."""
         plan: Plan = st.plan
         note = thread_note(st)
         if st.interrupt == "timeout":
             timeout = plan.timeout or 0.0
             message = ToolTimeoutError(plan.name, timeout, note=note).message
-            return self._fail(st, "timed_out", message, "ToolTimeoutError", timeout=timeout)
+            return self.fail(st, "timed_out", message, "ToolTimeoutError", timeout=timeout)
         if st.interrupt is None:
             message = f"Tool '{plan.name}' was cancelled: it raised CancelledError."
         else:
             message = f"Tool '{plan.name}' was cancelled ({st.reason or 'cancelled'}).{note}"
-        return self._fail(st, "cancelled", message, "ToolCancelledError")
+        return self.fail(st, "cancelled", message, "ToolCancelledError")
 
-    def _stopped_from_outside(self, st: CallState, why: str) -> None:
+    def stopped_from_outside(self, st: CallState, why: str) -> None:
         """The caller was cancelled or interrupted: stop the tool and report it, then re-raise."""
         st.reason = why
         if st.interrupt is None:
@@ -275,9 +290,9 @@ class ExecutorCore(CallControl):
         if st.token is not None:
             st.token.cancel(why)
         message = f"Tool '{st.plan.name}' was cancelled: {why}.{thread_note(st)}"
-        self._fail(st, "cancelled", message, "ToolCancelledError")
+        self.fail(st, "cancelled", message, "ToolCancelledError")
 
-    def _not_found(
+    def not_found(
         self, registry: RegistryLike, name: object, tool: str, call_id: str,
         run_id: str | None, parent_call_id: str | None,
     ) -> ToolResult:  # fmt: skip
@@ -293,8 +308,8 @@ class ExecutorCore(CallControl):
             content=(TextBlock(text=message),), is_error=True, status="not_found", tool=tool,
             call_id=call_id, error_type="ToolNotFoundError", started_at=now, ended_at=now,
         )  # fmt: skip
-        if self.bus.active:
-            self.bus.emit(
+        if self._settings.bus.active:
+            self._settings.bus.emit(
                 CallFailed(
                     tool=tool, call_id=call_id, run_id=run_id, parent_call_id=parent_call_id,
                     result=result, error_type="ToolNotFoundError", message=message,
@@ -302,17 +317,17 @@ class ExecutorCore(CallControl):
             )  # fmt: skip
         return result
 
-    def _fail(
+    def fail(
         self, st: CallState, status: ResultStatus, message: str, error: str | BaseException, *,
         issues: Sequence[Any] = (), timeout: float = 0.0,
     ) -> ToolResult:  # fmt: skip
         error_type = error if isinstance(error, str) else type(error).__name__
-        return self._finish(
+        return self.finish(
             st, (text_block(message),), status=status, is_error=True, error_type=error_type,
             issues=issues, timeout=timeout,
         )  # fmt: skip
 
-    def _finish(
+    def finish(
         self, st: CallState, content: tuple[Any, ...], details: Any = None, *,
         status: ResultStatus = "ok", is_error: bool = False, error_type: str | None = None,
         issues: Sequence[Any] = (), timeout: float = 0.0,
@@ -332,8 +347,8 @@ class ExecutorCore(CallControl):
             content, details, is_error, status, st.tool, st.call_id, error_type, started_at,
             ended_at, duration,
         )  # fmt: skip
-        if self.bus.active:
-            self.bus.emit(_terminal_event(st, result, issues, timeout))
+        if self._settings.bus.active:
+            self._settings.bus.emit(_terminal_event(st, result, issues, timeout))
         st.registry.record_call(st.plan.name, duration, is_error)
         return result
 

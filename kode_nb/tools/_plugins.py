@@ -1,4 +1,4 @@
-"""Tools from installed packages: the ``kode_nb.tools`` entry-point group (seed 004 plugin tools).
+"""Tools from installed packages: the ``kode_nb.tools`` entry-point group.
 
 A package declares, in its ``pyproject.toml``::
 
@@ -7,7 +7,7 @@ A package declares, in its ``pyproject.toml``::
 
 where the object is a :class:`~kode_nb.Tool`, an iterable of Tools, or a zero-argument
 callable returning either. Each failure (import error, wrong type, duplicate name) is logged and
-recorded in the :class:`LoadReport`; it never stops the other entry points (seed 000).
+recorded in the :class:`LoadReport`; it never stops the other entry points.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.tools import Tool
+from kode_nb.tools._model import Tool
 
 if TYPE_CHECKING:
-    from kode_nb.registry import ToolRegistry
+    from kode_nb.tools._registry import ToolRegistry
 
 __all__ = ["LoadReport", "load_entry_points"]
 
-log = logging.getLogger("kode_nb.registry")
+log = logging.getLogger("kode_nb.tools._registry")
 
 
 @dataclass(kw_only=True)

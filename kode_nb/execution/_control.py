@@ -1,9 +1,11 @@
 """Around the body of a call: its worker thread, concurrency slots, timeout, and stopping it.
 
-:class:`CallControl` is the part of :class:`kode_nb._pipeline.ExecutorCore` that runs a sync
-tool in a worker thread (handing the outcome straight to a loop future), plans a tool's limits
-and timeout, builds its :class:`~kode_nb.ToolContext`, gives slots back (only once a worker
-thread really ended), and stops a call on timeout. The rules are in :mod:`kode_nb.executor`.
+:class:`Workers` owns one executor's worker threads: it runs a sync tool in a worker thread
+(handing the outcome straight to a loop future) and gives a call's slots back only once its
+thread really ended. The functions plan a tool's limits and timeout (:func:`make_plan`), drive
+generator tools on the loop (:func:`on_loop`) and stop a call on timeout (:func:`on_timeout`).
+:class:`kode_nb.execution._pipeline.CallSteps` composes them; the rules are in
+:mod:`kode_nb.execution._executor`.
 """
 
 from __future__ import annotations
@@ -16,15 +18,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from kode_nb._plans import Limit, LoopSlots, Plan, PolicyLike, RegistryLike
-from kode_nb._running import CallState, drive_async_gen, drive_gen
 from kode_nb._threads import DaemonThreadPool
-from kode_nb.tools import Tool
-from kode_nb.types import ToolCategory, ToolContext
+from kode_nb.execution._plans import Limit, LoopSlots, Plan, RegistryLike
+from kode_nb.execution._running import CallState, drive_async_gen, drive_gen
+from kode_nb.tools._model import Tool
+from kode_nb.types import ToolCategory
 
 __all__ = [
     "PLAIN",
-    "CallControl",
+    "Workers",
+    "absorb",
+    "make_plan",
+    "on_loop",
+    "on_timeout",
     "release_limits",
     "run_in_worker",
     "thread_note",
@@ -39,29 +45,25 @@ _REMOTE_CATEGORIES = frozenset({ToolCategory.NETWORK, ToolCategory.MCP})
 """Categories whose calls cross a network or a process boundary: they get ``network_timeout``."""
 
 
-class CallControl:
-    """Worker threads, limits, timeouts and stopping; a base of ``ExecutorCore``."""
+class Workers:
+    """One executor's worker threads (started on first use) and the calls still holding slots."""
 
-    policy: PolicyLike
-    deps: Any
-    user: str | None
-    _max_concurrency: int | None
-    _default_timeout: float | None
-    _network_timeout: float | None
-    _stopping: dict[CallState, None]
-    _pool: DaemonThreadPool | None
+    def __init__(self, max_concurrency: int | None) -> None:
+        self.size = max(4, max_concurrency) if max_concurrency else 32
+        self.pool: DaemonThreadPool | None = None
+        self.stopping: dict[CallState, None] = {}
+        """Calls that returned while their worker thread still runs (they keep their slots)."""
 
-    async def _in_thread(self, st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
+    async def in_thread(self, st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
         """Run a sync (or sync generator) tool in a worker thread, in a copy of the context.
 
         The worker hands the outcome straight to a future of the loop (one
         ``call_soon_threadsafe``), instead of chaining a ``concurrent.futures.Future`` to an
         asyncio one with ``wrap_future`` (two more callbacks per call).
         """
-        pool = self._pool
+        pool = self.pool
         if pool is None:
-            n = self._max_concurrency
-            pool = self._pool = DaemonThreadPool(max(4, n) if n else 32)
+            pool = self.pool = DaemonThreadPool(self.size)
         loop = st.loop
         waiter: asyncio.Future[Any] = loop.create_future()
         run = contextvars.copy_context().run
@@ -81,48 +83,14 @@ class CallControl:
             value = await value
         return value
 
-    async def _on_loop(self, st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
-        """Drive a generator tool on the loop (``async_gen``, or ``gen`` declared inline)."""
-        if plan.mode == "async_gen":
-            return await drive_async_gen(plan.function(**kwargs), st.deliver)
-        return drive_gen(plan.function, kwargs, st.deliver, st.get_token(), plan.name)
-
-    def _plan(self, tool: Tool, slots: LoopSlots, registry: RegistryLike) -> Plan:
-        timeout = tool.timeout
-        if timeout is None:
-            network = tool.category in _REMOTE_CATEGORIES
-            timeout = self._network_timeout if network else self._default_timeout
-        limits: list[Limit] = []
-        if slots.groups:
-            members = getattr(registry, "group_members", None)
-            for group, limit in slots.groups.items():  # sorted by name: no lock-order deadlock
-                if group in tool.groups or (members is not None and tool.key in members(group)):
-                    limits.append(limit)
-        if slots.global_limit is not None:
-            limits.append(slots.global_limit)
-        plan = Plan(tool, timeout, limits, slots.deadlines, registry)
-        if len(slots.plans) > 512:  # replaced tools (re-run cells) must not pile up
-            slots.plans.clear()
-        slots.plans[tool] = plan
-        return plan
-
-    def _context(self, st: CallState) -> ToolContext:
-        ctx = st.context
-        if ctx is None:
-            ctx = st.context = ToolContext(
-                tool=st.plan.name, call_id=st.call_id, run_id=st.run_id,
-                parent_call_id=st.parent_call_id, cancel=st.get_token(), on_update=st.update,
-                allowed_paths=tuple(self.policy.allowed_paths), user=self.user, deps=self.deps,
-            )  # fmt: skip
-        return ctx
-
-    def _release(self, st: CallState, taken: int) -> None:
+    def release(self, st: CallState, taken: int) -> None:
+        """Give back the ``taken`` slots of ``st``: now, or when its worker thread ends."""
         if not thread_running(st):
             release_limits(st.plan.limits, taken)
             return
         # The call returned but its worker thread still runs: keep the slots until it ends.
         st.status = "stopping"
-        self._stopping[st] = None
+        self.stopping[st] = None
         loop = st.loop
 
         def thread_ended(_future: object) -> None:
@@ -133,30 +101,70 @@ class CallControl:
         st.thread_future.add_done_callback(thread_ended)
 
     def _thread_ended(self, st: CallState, taken: int) -> None:
-        self._stopping.pop(st, None)
+        self.stopping.pop(st, None)
         release_limits(st.plan.limits, taken)
 
-    def _on_timeout(self, st: CallState) -> None:
-        if st.done or st.interrupt is not None:
-            return
-        st.reason = "timed out"
-        st.interrupt = "timeout"
-        if st.token is not None:
-            st.token.cancel("timed out")
-        st.request_task_cancel()
+    def shutdown(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
-    def _absorb(self, st: CallState) -> bool:
-        """After a CancelledError: True if only the executor asked for it (then it is undone)."""
-        n, st.requests = st.requests, 0
-        task = st.task
-        if sys.version_info >= (3, 11) and task is not None:
-            if not n:  # nobody cancelled the task: the tool itself raised CancelledError
-                return task.cancelling() == 0
-            remaining = 0
-            for _ in range(n):
-                remaining = task.uncancel()
-            return remaining == 0
-        return n > 0  # 3.10 cannot tell whose cancellation it was
+
+async def on_loop(st: CallState, plan: Plan, kwargs: dict[str, Any]) -> Any:
+    """Drive a generator tool on the loop (``async_gen``, or ``gen`` declared inline)."""
+    if plan.mode == "async_gen":
+        return await drive_async_gen(plan.function(**kwargs), st.deliver)
+    return drive_gen(plan.function, kwargs, st.deliver, st.get_token(), plan.name)
+
+
+def make_plan(
+    tool: Tool,
+    slots: LoopSlots,
+    registry: RegistryLike,
+    default_timeout: float | None,
+    network_timeout: float | None,
+) -> Plan:
+    """The tool's :class:`Plan` (timeout, limits) on this loop, cached in ``slots``."""
+    timeout = tool.timeout
+    if timeout is None:
+        timeout = network_timeout if tool.category in _REMOTE_CATEGORIES else default_timeout
+    limits: list[Limit] = []
+    if slots.groups:
+        members = getattr(registry, "group_members", None)
+        for group, limit in slots.groups.items():  # sorted by name: no lock-order deadlock
+            if group in tool.groups or (members is not None and tool.key in members(group)):
+                limits.append(limit)
+    if slots.global_limit is not None:
+        limits.append(slots.global_limit)
+    plan = Plan(tool, timeout, limits, slots.deadlines, registry)
+    if len(slots.plans) > 512:  # replaced tools (re-run cells) must not pile up
+        slots.plans.clear()
+    slots.plans[tool] = plan
+    return plan
+
+
+def on_timeout(st: CallState) -> None:
+    """A call's deadline passed: stop it (its result will say it timed out)."""
+    if st.done or st.interrupt is not None:
+        return
+    st.reason = "timed out"
+    st.interrupt = "timeout"
+    if st.token is not None:
+        st.token.cancel("timed out")
+    st.request_task_cancel()
+
+
+def absorb(st: CallState) -> bool:
+    """After a CancelledError: True if only the executor asked for it (then it is undone)."""
+    n, st.requests = st.requests, 0
+    task = st.task
+    if sys.version_info >= (3, 11) and task is not None:
+        if not n:  # nobody cancelled the task: the tool itself raised CancelledError
+            return task.cancelling() == 0
+        remaining = 0
+        for _ in range(n):
+            remaining = task.uncancel()
+        return remaining == 0
+    return n > 0  # 3.10 cannot tell whose cancellation it was
 
 
 def release_limits(limits: tuple[Limit, ...], taken: int) -> None:

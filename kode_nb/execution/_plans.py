@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from kode_nb._running import CallState, Deadlines
-from kode_nb.approval import ApprovalRequest
-from kode_nb.tools import Tool
+from kode_nb.execution._running import CallState, Deadlines
+from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.tools._model import Tool
 
 __all__ = ["ApproverLike", "Limit", "LoopSlots", "Plan", "PolicyLike", "RegistryLike"]
 
@@ -45,7 +45,7 @@ class PolicyLike(Protocol):
 
 
 ApproverLike = Callable[[ApprovalRequest], Any]
-"""An :class:`~kode_nb.approval.Approver`, or any callable returning (or awaiting) an
+"""An :class:`~kode_nb.policy._approval.Approver`, or any callable returning (or awaiting) an
 :class:`~kode_nb.ApprovalDecision`, a bool, or a denial reason."""
 
 
