@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
+    "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
     "tool": "kode_nb.tools",
     "use_registry": "kode_nb.tools",
@@ -101,12 +102,16 @@ __all__ = [
     "default_registry",
     "define_tool",
     "deny",
+    "register_secret",
     "register_subagent",
     "tool",
     "use_registry",
 ]
 
 if TYPE_CHECKING:
+    from kode_nb._redact import (
+        register_secret as register_secret,
+    )
     from kode_nb.agents.loop import (
         Agent as Agent,
     )

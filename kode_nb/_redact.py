@@ -3,19 +3,32 @@
 :func:`redact` returns a copy of a JSON-shaped value (dicts, lists, strings, numbers) in which
 secrets are replaced by ``[REDACTED]``:
 
-* values of environment variables whose name ends in ``_KEY``, ``_TOKEN`` or ``_SECRET``, or
-  contains ``PASSWORD`` (case-insensitive), that are present in ``os.environ`` when ``redact``
-  is called, wherever they occur inside a string (values shorter than 6 characters are left
-  alone: redacting ``"1"`` everywhere would destroy the text, not protect a secret);
+* values of environment variables whose name looks secret (ends in ``KEY``, ``TOKEN``,
+  ``SECRET``, ``_PAT`` or ``_PASS``, or contains ``PASSWORD``, ``PASSWD``, ``SECRET``,
+  ``CREDENTIAL``, ``PRIVATE`` or ``API_KEY``; case-insensitive), read from ``os.environ`` when
+  ``redact`` is called, wherever they occur inside a string (values shorter than 6 characters
+  are left alone: redacting ``"1"`` everywhere would destroy the text, not protect a secret);
+* values this session registered with :func:`register_secret` (API keys given to models, MCP
+  bearer tokens; at least 8 characters), wherever they occur, whatever their name;
+* the password of a URL's ``scheme://user:password@host``;
 * anything that looks like a provider key (``sk-…``, ``sk-ant-…``, ``ghp_…``, ``xox…-…``, AWS
   ``AKIA…``), a ``Bearer …`` credential, or an ``Authorization: …`` header line;
+* in text (JSON, a dict's repr), the quoted value after a quoted credential key:
+  ``"password": "…"``, ``'Authorization': '…'``;
 * the whole value of a mapping key that names a credential (``api_key``, ``apiKey``,
-  ``authorization``, ``password``, ``secret``, ``token``, ``access_token``, ``x-api-key``, …).
+  ``authorization``, ``password``, ``secret``, ``token``, ``access_token``, ``x-api-key``, …),
+  and the ``value`` of a mapping whose ``key``/``name`` is a secret-looking name (``set_env``'s
+  ``{"key": "DB_PASSWORD", "value": …}``, ``{"name": "Authorization", "value": …}``).
+
+What it cannot catch: a secret the session was never told about, whose name matches nothing
+and whose text has no known shape (a password passed as ``text=...``), and a secret split
+across two streamed chunks.
 
 The trace recorder (:mod:`kode_nb.agents.trace`) and :class:`~kode_nb.JsonlAuditLog` run every
 value through :func:`redact` before storing it, so traces, their JSON and OpenTelemetry exports
-and audit logs never hold a secret; displays should pass any text they show through
-:func:`redact_text`.
+and audit logs never hold a secret; the notebook displays (:mod:`kode_nb.ui.html`'s escaping,
+JSON and clipping helpers, streamed updates) and magic error messages pass what they show
+through :func:`redact` / :func:`redact_text`.
 """
 
 from __future__ import annotations
@@ -23,25 +36,31 @@ from __future__ import annotations
 import functools
 import os
 import re
-import time
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
     "REDACTED",
-    "add_secret",
-    "discard_secret",
     "environment_secrets",
     "is_secret_key",
+    "known_secrets",
     "redact",
     "redact_text",
+    "redact_stream",
+    "register_secret",
 ]
 
 REDACTED = "[REDACTED]"
 """What a secret is replaced with."""
 
 _MIN_ENV_SECRET = 6
-_ENV_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET)$|PASSWORD", re.IGNORECASE)
+_MIN_REGISTERED = 8
+_ENV_NAME = re.compile(
+    r"(KEY|TOKEN|SECRET|_PAT|_PASS)$|PASSWORD|PASSWD|SECRET|CREDENTIAL|PRIVATE|API_?KEY",
+    re.IGNORECASE,
+)
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/?#@:\[\]]*:)([^\s/?#@]+)@")
 _PATTERNS: tuple[re.Pattern[str], ...] = (
     # "Authorization: <anything up to the end of the line>" (headers in logs and error bodies)
     re.compile(r"(?i)(?<![\w-])((?:proxy-)?authorization\s*[:=]\s*)[^\r\n]+"),
@@ -52,11 +71,16 @@ _PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
     re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
 )
-_SECRET_KEY = re.compile(
-    r"(?i)^(x[-_])?(api[-_]?key|apikey|auth|authorization|proxy[-_]authorization|password|"
+_KEY_NAMES = (
+    r"(x[-_])?(api[-_]?key|apikey|auth|authorization|proxy[-_]authorization|password|"
     r"passwd|secret|client[-_]secret|token|access[-_]token|refresh[-_]token|id[-_]token|"
-    r"session[-_]token|private[-_]key|cookie|set[-_]cookie)$"
+    r"session[-_]token|private[-_]key|cookie|set[-_]cookie)"
 )
+_SECRET_KEY = re.compile(rf"(?i)^{_KEY_NAMES}$")
+_QUOTED_PAIR = re.compile(
+    rf"""(?i)(?P<head>(?P<q>["']){_KEY_NAMES}(?P=q)\s*:\s*(?P<v>["']))(?:\\.|(?!(?P=v)).)+(?P=v)"""
+)
+"""``"password": "..."`` / ``'token': '...'`` in JSON text or a Python dict's repr."""
 
 
 @functools.lru_cache(maxsize=2048)
@@ -68,8 +92,16 @@ def is_secret_key(key: str) -> bool:
 _SECRET_NAMES: dict[str, bool] = {}
 """Memo of ``_ENV_NAME.search`` per variable name (names repeat; values are always read fresh)."""
 
-_HINT = re.compile(r"authorization|bearer|sk-|gh[pousr]_|github_pat_|xox|akia|aiza", re.IGNORECASE)
+_HINT = re.compile(
+    r"authorization|bearer|sk-|gh[pousr]_|github_pat_|xox|akia|aiza|://", re.IGNORECASE
+)
 """Something every pattern match contains: one cheap search before the substitutions."""
+_PAIR_HINT = re.compile(
+    r"""["'](?:x[-_])?(?:api|auth|pass|secret|client|token|access|refresh|id[-_]|session|"""
+    r"""private|cookie|set[-_]|proxy)""",
+    re.IGNORECASE,
+)
+"""What a ``_QUOTED_PAIR`` match starts with."""
 
 
 def _is_secret_name(name: str) -> bool:
@@ -81,48 +113,30 @@ def _is_secret_name(name: str) -> bool:
     return known
 
 
-_NAMES_TTL = 1.0
-"""Seconds a scan of ``os.environ``'s names is reused while its length is unchanged."""
-_names_cache: tuple[int, float, tuple[str, ...]] | None = None
+_names_cache: tuple[object, tuple[str, ...]] | None = None
 
 
 def _secret_names(env: Mapping[str, str]) -> tuple[str, ...]:
     """Names of secret-looking variables. Iterating ``os.environ`` decodes every entry, so for
-    it the scan is reused until a variable is added or removed, or for at most ``_NAMES_TTL``
-    seconds; values are always read fresh, so a changed value is never missed."""
+    it the scan is reused while its raw (undecoded) names are the same; values are always read
+    fresh, so a changed value is never missed."""
     global _names_cache
     if env is not os.environ:
         return tuple(name for name in env if _is_secret_name(name))
-    now, size = time.monotonic(), len(env)
+    raw = getattr(env, "_data", None)
+    signature: object = tuple(raw) if isinstance(raw, dict) else None
     cached = _names_cache
-    if cached is not None and cached[0] == size and now - cached[1] < _NAMES_TTL:
-        return cached[2]
+    if signature is not None and cached is not None and cached[0] == signature:
+        return cached[1]
     names = tuple(name for name in env if _is_secret_name(name))
-    _names_cache = (size, now, names)
+    _names_cache = (signature, names)
     return names
 
 
-_ADDED: set[str] = set()
-"""Secrets made here rather than read from the environment (:func:`add_secret`)."""
-
-
-def add_secret(value: str) -> None:
-    """Redact ``value`` everywhere from now on, like an environment secret (e.g. the bearer
-    token of an MCP server this process serves)."""
-    if isinstance(value, str) and len(value.strip()) >= _MIN_ENV_SECRET:
-        _ADDED.add(value)
-
-
-def discard_secret(value: str) -> None:
-    """Stop treating ``value`` (given to :func:`add_secret`) as a secret."""
-    _ADDED.discard(value)
-
-
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The secret values in the environment now, and those given to :func:`add_secret`
-    (longest first, so overlaps redact fully)."""
+    """The secret values in the environment now (longest first, so overlaps redact fully)."""
     env = os.environ if environ is None else environ
-    found = set(_ADDED)
+    found = set()
     for name in _secret_names(env):
         value = env.get(name)
         if value is not None and len(value.strip()) >= _MIN_ENV_SECRET:
@@ -130,9 +144,44 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+_registered: set[str] = set()
+_registered_lock = threading.Lock()
+_registered_sorted: list[str] = []
+
+
+def register_secret(value: object) -> bool:
+    """Redact ``value`` wherever it appears from now on (this process); returns whether it was
+    taken (strings of at least 8 non-blank characters: shorter ones would redact ordinary text).
+
+    Model adapters register the API keys they are given; anything holding a credential that no
+    name or pattern gives away should register it too.
+    """
+    global _registered_sorted
+    if not isinstance(value, str) or len(value.strip()) < _MIN_REGISTERED:
+        return False
+    with _registered_lock:
+        if value not in _registered:
+            _registered.add(value)
+            _registered_sorted = sorted(_registered, key=len, reverse=True)
+    return True
+
+
+def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The secret values redacted now: the environment's and the registered ones (longest
+    first)."""
+    found = environment_secrets(environ)
+    registered = _registered_sorted
+    if not registered:
+        return found
+    return sorted(set(found).union(registered), key=len, reverse=True)
+
+
 def _sub_patterns(text: str) -> str:
+    if _PAIR_HINT.search(text) is not None:
+        text = _QUOTED_PAIR.sub(lambda m: m.group("head") + REDACTED + m.group("v"), text)
     if _HINT.search(text) is None:
         return text
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)
     text = _PATTERNS[0].sub(lambda m: m.group(1) + REDACTED, text)
     text = _PATTERNS[1].sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
     for pattern in _PATTERNS[2:]:
@@ -149,7 +198,7 @@ def _redact_str(text: str, secrets: list[str]) -> str:
 
 def redact_text(text: str, *, environ: Mapping[str, str] | None = None) -> str:
     """``text`` with every secret replaced by ``[REDACTED]`` (see the module docstring)."""
-    return _redact_str(text, environment_secrets(environ))
+    return _redact_str(text, known_secrets(environ))
 
 
 def redact(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
@@ -158,7 +207,7 @@ def redact(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
     Mapping keys are kept (a key naming a credential gets its whole value replaced); tuples
     and sets become lists; ``bool``/``int``/``float``/``None`` pass through unchanged.
     """
-    return _walk(value, environment_secrets(environ), 0)
+    return _walk(value, known_secrets(environ), 0)
 
 
 def _walk(value: Any, secrets: list[str], depth: int) -> Any:
@@ -170,9 +219,11 @@ def _walk(value: Any, secrets: list[str], depth: int) -> Any:
         return "[too deep]"
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
+        hidden = _names_a_secret(value)
         for key, item in value.items():
             name = _redact_str(str(key), secrets)
-            if is_secret_key(str(key)) and item not in (None, "") and not isinstance(item, bool):
+            secret = is_secret_key(str(key)) or (hidden and key == "value")
+            if secret and item not in (None, "") and not isinstance(item, bool):
                 out[name] = REDACTED
             else:
                 out[name] = _walk(item, secrets, depth + 1)
@@ -183,3 +234,43 @@ def _walk(value: Any, secrets: list[str], depth: int) -> Any:
     if isinstance(value, bytes):
         return _redact_str(value.decode("utf-8", "replace"), secrets)
     return _redact_str(str(value), secrets)
+
+
+_NAMING_KEYS = ("key", "name", "header", "variable", "var")
+
+
+def _names_a_secret(mapping: Mapping[Any, Any]) -> bool:
+    """Whether ``mapping`` is a ``{"key"|"name": <a secret-looking name>, "value": ...}`` pair."""
+    if "value" not in mapping:
+        return False
+    for key in _NAMING_KEYS:
+        named = mapping.get(key)
+        if isinstance(named, str) and (is_secret_key(named) or _is_secret_name(named)):
+            return True
+    return False
+
+
+def redact_stream(text: str, *, final: bool = False) -> tuple[str, str]:
+    """``(shown, held)`` for streamed ``text``: ``shown`` is redacted and safe to send now;
+    ``held`` is a tail that may be the start of a known secret, to be prepended to the next
+    chunk (or, with ``final``, nothing is held). A secret split across chunks is so never
+    shown in parts."""
+    if final or not text:
+        return redact_text(text), ""
+    secrets = known_secrets()
+    hold = 0
+    for secret in secrets:
+        first = secret[0]
+        start = max(len(text) - len(secret) + 1, 0)
+        i = text.find(first, start)
+        while i != -1:
+            k = len(text) - i
+            if k <= hold:
+                break
+            if secret.startswith(text[i:]):
+                hold = k
+                break
+            i = text.find(first, i + 1)
+    if hold == 0:
+        return redact_text(text), ""
+    return redact_text(text[: len(text) - hold]), text[len(text) - hold :]

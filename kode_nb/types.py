@@ -321,6 +321,12 @@ class ToolContext:
     """Who the call is for, where known."""
     deps: Any = None
     """Whatever the application injects (a DB handle, a client...)."""
+    executor: Any = None
+    """The :class:`~kode_nb.Executor` running this call (``None`` outside one). Anything a
+    tool runs on its caller's behalf - a subagent's calls - runs under its policy."""
+    approver: Any = None
+    """The approver this call was given (``Executor.call(approver=...)``), else ``None``: the
+    executor's own answers."""
 
     @property
     def cancelled(self) -> bool:

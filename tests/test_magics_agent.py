@@ -350,3 +350,78 @@ def test_markdown_answers_are_rendered_with_html_escaped() -> None:
     assert "<strong>bold</strong>" in html
     assert "<script>" not in html
     assert "<li>a</li>" in html
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "description: d\ntools: " + "[" * 10_000 + "]" * 10_000,
+        "description: d\ntools:\n" + "".join("  " * i + "-\n" for i in range(3000)),
+        "description: d\ntools:\n  " + "- " * 10_000 + "x",
+    ],
+)
+def test_deeply_nested_front_matter_is_a_usage_error(front: str) -> None:
+    message = _error(parse_front_matter, f"---\n{front}\n---\nPrompt", "%%agent x")
+    assert "nested too deeply" in message
+
+
+def test_an_agent_line_with_deeply_nested_inputs_is_a_usage_error(ip: Any) -> None:
+    _agent(ip, "reader", READER)
+    deep = "[" * 10_000 + "]" * 10_000
+    assert "nested too deeply" in _error(ip.run_line_magic, "agent", f"reader objective={deep}")
+
+
+def test_tool_choice_and_reask_from_front_matter_and_ask_options(ip: Any) -> None:
+    ip.run_cell(
+        "from kode_nb.models import ScriptedModel, call\n"
+        "def make_forced():\n"
+        "    return ScriptedModel([call('read_file', path='a.py'), '', 'a.py prints 1.'])\n"
+    )
+    _agent(
+        ip,
+        "forced",
+        "---\ndescription: d\ntools: [read_file]\nmodel: $make_forced\n"
+        "tool_choice: read_file\nreask: true\n---\nDo {task}",
+    )
+    result = ip.run_line_magic("agent", "forced task=x").result()
+    assert result.output == "a.py prints 1."
+    assert result.warnings == ("the model's final answer is empty",)
+    settings = result.trace.root.attributes["settings"]
+    assert settings["tool_choice"] == "read_file"
+    handle = ip.run_cell_magic(
+        "ask", "--model $make_forced --tools read_file --tool-choice required --reask", "Go."
+    )
+    assert handle.result().output == "a.py prints 1."
+    assert handle.trace.root.attributes["settings"]["tool_choice"] == "required"
+    assert "tool_choice must be auto" in _error(
+        ip.run_cell_magic, "agent", "bad", "---\ndescription: d\ntool_choice: 3\n---\nx"
+    )
+    assert "reask must be true or false" in _error(
+        ip.run_cell_magic, "agent", "bad", "---\ndescription: d\nreask: maybe\n---\nx"
+    )
+    assert "'nope' is not one of its tools" in _error(
+        ip.run_cell_magic, "ask", "--model $make_forced --tools read_file --tool-choice nope", "Go."
+    )
+
+
+@pytest.mark.anyio
+async def test_views_show_unknown_tokens_when_the_server_sends_no_usage() -> None:
+    from kode_nb.agents import Agent
+    from kode_nb.models import Finish, TextChunk
+
+    class NoUsage:
+        name = "no-usage"
+
+        async def stream(self, request: Any) -> Any:
+            yield TextChunk(text="Paris.")
+            yield Finish(stop_reason="end_turn")
+
+    static = StaticRunView(agent="main", run_id="run_x", style="text")
+    assert static._repr_mimebundle_()["text/plain"].endswith("0 in / 0 out tokens")
+    result = await Agent(model=NoUsage()).run("Capital?", run_id="run_x", on_event=static.on_event)
+    assert static._repr_mimebundle_()["text/plain"].endswith("tokens unknown")
+    static.finish(result)
+    final = static._repr_mimebundle_()["text/plain"]
+    assert final.startswith("agent main: completed, 1 turn, tokens unknown\nParis.\n")
+    assert "chat no-usage [ok]" in final
+    assert final.endswith("· tokens unknown")

@@ -177,3 +177,32 @@ def test_without_buttons_or_a_terminal_approval_is_denied_with_a_message() -> No
     assert not decision.approved
     assert decision.reason == HEADLESS_REASON
     assert "%approval auto" in HEADLESS_REASON
+
+
+DEEP = 10_000
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'add {"a": ' + "[" * DEEP + "]" * DEEP + "}",
+        "add " + "[" * DEEP + "]" * DEEP,
+        'add {"a": ' + '{"x": ' * DEEP + "1" + "}" * DEEP + "}",
+        "add a=" + "[" * DEEP + "]" * DEEP,
+        "label code=x count=" + "[" * DEEP,
+    ],
+)
+def test_deeply_nested_arguments_are_usage_errors(ip: Any, line: str) -> None:
+    with pytest.raises(UsageError, match="nested too deeply"):
+        ip.run_line_magic("tool", line)
+
+
+def test_nesting_is_counted_outside_strings_only() -> None:
+    text = '{"a": "' + "[" * 500 + '", "b": [[1]]}'
+    assert parse_call_arguments(text, {}, {}) == {"a": "[" * 500, "b": [[1]]}
+    from kode_nb.magics.nesting import MAX_NESTING
+
+    ok = '{"a": ' + "[" * (MAX_NESTING - 1) + "]" * (MAX_NESTING - 1) + "}"
+    assert parse_call_arguments(ok, {}, {})["a"] is not None
+    with pytest.raises(UsageError, match="more than 64 levels"):
+        parse_call_arguments('{"a": ' + "[" * MAX_NESTING + "]" * MAX_NESTING + "}", {}, {})

@@ -198,3 +198,13 @@ def test_every_formatted_type_has_renderers_and_exists() -> None:
         assert hasattr(importlib.import_module(module), name), (module, name)
         assert key in HTML
         assert key in TEXT
+
+
+def test_token_counts_a_server_did_not_send_show_as_unknown_not_zero() -> None:
+    from kode_nb.ui.agent_static import run_summary
+
+    assert run_summary("main", "completed", 2, (None, None)) == (
+        "agent main: completed, 2 turns, tokens unknown"
+    )
+    assert run_summary("main", "completed", 1, (12, None)).endswith("12 in / unknown out tokens")
+    assert run_summary("main", "completed", 1, (0, 3)).endswith("0 in / 3 out tokens")

@@ -30,7 +30,9 @@ def time_up(st: RunState) -> None:
 
 def _failed(st: RunState, span: Span, kind: str, message: str) -> None:
     st.status = "error"
-    st.error = f"model error ({kind}) from {st.model.name}: {message}"
+    name = st.model.name
+    where = "" if name in message else f" from {name}"  # name the model once
+    st.error = f"model error ({kind}){where}: {message}"
     span.finish("error", st.error)
 
 
@@ -79,6 +81,10 @@ async def model_turn(
                "output_tokens": response.usage.output_tokens},
         stop_reason=response.stop_reason, latency=latency,
     )  # fmt: skip
+    if response.notices:
+        span.set(notices=list(response.notices))
+        for notice in response.notices:
+            span.event("model_notice", text=notice)
     span.finish("ok")
     st.emit(ModelResponded, turn=n, text=response.text, tool_calls=response.tool_calls,
             usage=response.usage, stop_reason=response.stop_reason, latency=latency)  # fmt: skip

@@ -69,6 +69,9 @@ class RunState:
     error: str | None = None
     output: Any = None
     output_retries: int = 0
+    reasked: bool = False
+    warnings: list[str] = field(default_factory=list)
+    """Doubts about the answer, in order (see :mod:`kode_nb.agents._answers`)."""
     cancel_requested: bool = False
     cancel_reason: str = ""
     time_limited: bool = False

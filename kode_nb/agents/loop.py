@@ -29,6 +29,7 @@ the result is still built: it is :attr:`Agent.last_result`, and in the ``RunFini
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import sys
 import time
@@ -38,6 +39,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kode_nb.agents import output as out
+from kode_nb.agents._answers import answer_warning, reask_prompt
 from kode_nb.agents._model import model_turn, time_up
 from kode_nb.agents._run import CURRENT_RUN, RunState
 from kode_nb.agents._tools import run_tool_calls, unique_call_ids
@@ -54,6 +56,7 @@ from kode_nb.agents.trace import Span, Trace
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.models.base import (
+    TOOL_CHOICES,
     AssistantMessage,
     Message,
     Model,
@@ -61,6 +64,7 @@ from kode_nb.models.base import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
+    check_tool_choice,
 )
 
 __all__ = ["MAX_RESULT_CHARS", "Agent", "AgentRunResult", "RunStatus", "RunUsage"]
@@ -82,6 +86,13 @@ class Agent:
     and a call to a tool outside the allowlist gets a ``not_found`` result. ``executor``
     defaults to a new :class:`~kode_nb.Executor` on the current registry (no approver: tools
     that must ask are denied).
+
+    ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or one of its tool names) is sent
+    with every model call that offers tools; a forced choice (``required`` or a name) holds for
+    the first call of a run only, so the model can answer once it has the result. A final answer
+    that is empty or looks like a tool call written as text gets a warning
+    (:attr:`AgentRunResult.warnings`, the run span's ``warnings``); ``reask=True`` also asks
+    the model once more.
     """
 
     def __init__(
@@ -99,6 +110,8 @@ class Agent:
         settings: ModelSettings | None = None,
         on_event: EventCallback | None = None,
         max_result_chars: int | None = MAX_RESULT_CHARS,
+        tool_choice: str | None = None,
+        reask: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError(f"Agent name must be a non-empty string, got {name!r}")
@@ -143,6 +156,14 @@ class Agent:
             raise ConfigurationError(f"{where}: settings must be ModelSettings, got {settings!r}")
         self.settings = settings or ModelSettings()
         """Sampling and transport settings for every model call."""
+        if tool_choice is not None:
+            tool_choice = check_tool_choice(tool_choice, where)
+            self.settings = dataclasses.replace(self.settings, tool_choice=tool_choice)
+        if not isinstance(reask, bool):
+            raise ConfigurationError(f"{where}: reask must be True or False, got {reask!r}")
+        self.reask = reask
+        """Ask the model once more when its final answer is empty or a tool call written as
+        text (the warning is recorded either way)."""
         if on_event is not None and not callable(on_event):
             raise ConfigurationError(f"{where}: on_event must be callable, got {on_event!r}")
         self.on_event = on_event
@@ -151,19 +172,40 @@ class Agent:
             () if tools is None else (tools,) if isinstance(tools, str) else tuple(tools)
         )
         """The allowlist: tool names and selectors."""
-        resolve_tools(self.tools, self.executor.registry, where=where)  # fail now, not mid-run
+        resolved = resolve_tools(self.tools, self.executor.registry, where=where)  # fail now
+        choice = self.settings.tool_choice
+        if choice is not None and choice not in TOOL_CHOICES:
+            names = sorted(t.name for t in resolved)
+            if choice not in names:
+                raise ConfigurationError(
+                    f"{where}: tool_choice {choice!r} is not one of its tools "
+                    f"({', '.join(names) or 'none'}); use 'auto', 'required', 'none' or a tool name"
+                )
         self.last_result: AgentRunResult | None = None
         """The result of the latest run that ended (also a cancelled one)."""
         self._active: dict[str, RunState] = {}
 
     def __repr__(self) -> str:
-        return f"Agent({self.name!r}, model={self.model.name!r}, tools={list(self.tools)!r})"
+        s = self.settings
+        return (
+            f"Agent({self.name!r}, model={self.model.name!r}, tools={list(self.tools)!r}, "
+            f"tool_choice={s.tool_choice or 'auto'!r}, first_byte_timeout={s.first_byte_timeout:g}, "
+            f"timeout={s.timeout:g}, deadline={s.deadline!r})"
+        )
 
     # ----------------------------------------------------------------- inspection
 
     def tool_specs(self) -> list[ToolSpec]:
         """The tools the model is offered now: the allowlist, minus what the policy denies."""
         return list(self._offer(self._resolve(self.executor)))
+
+    def _turn_settings(self, turn: int) -> ModelSettings:
+        """The settings of model call ``turn``: a forced tool choice (``required`` or a tool
+        name) holds for the first call only, so the model can then answer."""
+        choice = self.settings.tool_choice
+        if turn > 1 and choice is not None and choice not in ("auto", "none"):
+            return dataclasses.replace(self.settings, tool_choice="auto")
+        return self.settings
 
     def _resolve(self, executor: Executor) -> dict[str, Any]:
         tools = resolve_tools(self.tools, executor.registry, where=f"Agent '{self.name}'")
@@ -285,7 +327,8 @@ class Agent:
         )  # fmt: skip
         root.set(agent=self.name, model=self.model.name, run_id=rid, parent_call_id=parent_call_id,
                  depth=depth, system_prompt=system, prompt=prompt, tools=[s.name for s in st.specs],
-                 max_turns=self.max_turns, time_limit=self.time_limit)  # fmt: skip
+                 max_turns=self.max_turns, time_limit=self.time_limit,
+                 settings={**self.settings.describe(), **_model_settings(self.model)})  # fmt: skip
         if parent is not None and parent_call_id in parent.tool_spans:
             parent.tool_spans[parent_call_id].children.append(root)
         subscription = run_executor.bus.subscribe(st.record_bus_event)
@@ -328,12 +371,14 @@ class Agent:
         for node in span.walk():  # spans left open by an interruption
             if node.open and node is not span:
                 node.finish("cancelled" if st.status == "cancelled" else "error", st.error)
-        span.set(output=out.dump_output(st.output), turns=st.turns, usage=st.usage.as_dict())
+        span.set(output=out.dump_output(st.output), turns=st.turns, usage=st.usage.as_dict(),
+                 warnings=list(st.warnings))  # fmt: skip
         span.finish(st.status, st.error)
         result = AgentRunResult(
             output=st.output, status=st.status, error=st.error, messages=tuple(st.messages),
             usage=st.usage, turns=st.turns, run_id=st.run_id, agent=self.name, trace=st.trace,
             duration=time.perf_counter() - st.t0, history_length=st.history_length,
+            warnings=tuple(st.warnings),
         )  # fmt: skip
         self.last_result = result
         st.emit(RunFinished, status=st.status, result=result)
@@ -352,7 +397,7 @@ class Agent:
             n = st.turns
             turn = st.span.child("turn", f"turn {n}", turn=n)
             st.emit(TurnStarted, turn=n)
-            response = await model_turn(st, n, turn, self.settings)
+            response = await model_turn(st, n, turn, self._turn_settings(n))
             if response is None:
                 turn.finish("cancelled" if st.status == "time_limit" else "error", st.error)
                 return
@@ -362,6 +407,16 @@ class Agent:
                 await run_tool_calls(st, calls, n, turn)
                 turn.finish("ok")
                 continue
+            warning = answer_warning(response.text, (s.name for s in st.specs))
+            if warning is not None and self.output_model is None:
+                st.warnings.append(warning)
+                turn.event("answer_warning", warning=warning)
+                if self.reask and not st.reasked and st.turns < self.max_turns:
+                    st.reasked = True
+                    turn.event("reask", reason=warning)
+                    turn.finish("ok")
+                    st.messages.append(UserMessage(content=reask_prompt(warning)))
+                    continue
             if self.output_model is None:
                 st.output, st.status = response.text, "completed"
                 turn.finish("ok")
@@ -382,6 +437,17 @@ class Agent:
                 return
             st.output_retries += 1
             st.messages.append(UserMessage(content=out.retry_prompt(self.output_model, problem)))
+
+
+def _model_settings(model: Model) -> dict[str, Any]:
+    describe = getattr(model, "describe", None)
+    if not callable(describe):
+        return {}
+    try:
+        described = describe()
+    except Exception:  # a model object's own method: the run goes on without it
+        return {}
+    return {f"model_{k}" if k == "tool_choice" else k: v for k, v in dict(described).items()}
 
 
 def _check_count(value: object, what: str, where: str, *, minimum: int = 1) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from kode_nb.agents.trace import Trace
-from kode_nb.models.base import Message, UsageInfo
+from kode_nb.models.base import Message, UsageInfo, add_tokens
 
 __all__ = ["AgentRunResult", "RunStatus", "RunUsage"]
 
@@ -16,12 +16,15 @@ RunStatus: TypeAlias = Literal["completed", "max_turns", "time_limit", "cancelle
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunUsage:
-    """Totals of one run's model calls (a subagent's own usage is in its tool result)."""
+    """Totals of one run's model calls (a subagent's own usage is in its tool result).
 
-    input_tokens: int = 0
-    """Prompt tokens, summed over the run's model calls."""
-    output_tokens: int = 0
-    """Completion tokens, summed."""
+    Token counts are ``None`` while no model call reported any (a server that sends no usage):
+    unknown, not zero."""
+
+    input_tokens: int | None = None
+    """Prompt tokens, summed over the run's model calls that reported them."""
+    output_tokens: int | None = None
+    """Completion tokens, summed likewise."""
     requests: int = 0
     """Model calls made."""
     tool_calls: int = 0
@@ -29,21 +32,21 @@ class RunUsage:
 
     def __add__(self, other: RunUsage) -> RunUsage:
         return RunUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
+            input_tokens=add_tokens(self.input_tokens, other.input_tokens),
+            output_tokens=add_tokens(self.output_tokens, other.output_tokens),
             requests=self.requests + other.requests,
             tool_calls=self.tool_calls + other.tool_calls,
         )
 
     def with_model_call(self, usage: UsageInfo, tool_calls: int) -> RunUsage:
         return RunUsage(
-            input_tokens=self.input_tokens + usage.input_tokens,
-            output_tokens=self.output_tokens + usage.output_tokens,
+            input_tokens=add_tokens(self.input_tokens, usage.input_tokens),
+            output_tokens=add_tokens(self.output_tokens, usage.output_tokens),
             requests=self.requests + 1,
             tool_calls=self.tool_calls + tool_calls,
         )
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, int | None]:
         return {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
@@ -78,6 +81,9 @@ class AgentRunResult:
     """Seconds the run took."""
     history_length: int = 0
     """How many of :attr:`messages` were given as ``message_history``."""
+    warnings: tuple[str, ...] = ()
+    """Doubts about the answer (empty, or a tool call written as text); also the run span's
+    ``warnings`` attribute."""
 
     @property
     def ok(self) -> bool:
@@ -92,8 +98,8 @@ class AgentRunResult:
                 usage = span.attributes.get("usage") or {}
                 calls = (span.attributes.get("response") or {}).get("tool_calls") or ()
                 total = total + RunUsage(
-                    input_tokens=int(usage.get("input_tokens", 0)),
-                    output_tokens=int(usage.get("output_tokens", 0)),
+                    input_tokens=_tokens(usage.get("input_tokens")),
+                    output_tokens=_tokens(usage.get("output_tokens")),
                     requests=1, tool_calls=len(calls),
                 )  # fmt: skip
         return total
@@ -108,3 +114,7 @@ class AgentRunResult:
         )
         why = f", error={self.error!r}" if self.error else ""
         return f"AgentRunResult({self.agent!r}, status={self.status!r}, turns={self.turns}, output={shown}{why})"
+
+
+def _tokens(value: object) -> int | None:
+    return None if value is None or isinstance(value, bool) else int(value)  # type: ignore[call-overload]

@@ -10,10 +10,16 @@ system-prompt template only uses inputs; any failure raises
 Each call::
 
     validate the inputs → compress the parent's context (hook) → a FRESH Agent: its own memory,
-    only its allowlisted tools, a NarrowedPolicy (allowlist ∩ the parent's policy) on an
-    executor derived from the parent's (same approver and event bus) → run → fold the final
+    only its allowlisted tools, a NarrowedPolicy (allowlist ∩ the caller's policy) on an
+    executor derived from the caller's (same approver and event bus) → run → fold the final
     answer into ONE ToolResult (markdown text; details {subagent, parent_call_id, run_id,
     depth, usage, turns, status, unavailable})
+
+The caller is the calling agent's executor, else the executor the call came through
+(``ToolContext.executor``: a script's ``Executor.call``, an MCP server), else the ``executor=``
+given at registration; with none, nothing runs (fail closed). The caller's denials, allowed
+paths and approvals (a per-call approver too; no approver: a call that must ask is denied) all
+hold inside the subagent.
 
 A failure — invalid inputs, the depth limit, a model error, a turn or time limit, a template or
 hook error — folds into an error result with ``details["unavailable"] = True`` and the text
@@ -115,6 +121,11 @@ class AgentDefinition:
     """A structured final answer; the folded text is then its JSON."""
     label: str = ""
     """A display label for the tool."""
+    tool_choice: str | None = None
+    """``"auto"``, ``"required"``, ``"none"`` or one of its tool names (see
+    :class:`~kode_nb.agents.Agent`); ``None``: ``"auto"``."""
+    reask: bool = False
+    """Ask the model once more after an empty answer or a tool call written as text."""
     compress_context: CompressContext = default_compress
     """``fn(parent_messages, inputs) -> str`` (sync or async): context prepended to the first
     user message (default: the parent's latest user request)."""
@@ -156,6 +167,18 @@ class AgentDefinition:
             )
         if not callable(self.compress_context):
             raise ToolDefinitionError("compress_context must be callable", function=where)
+        if self.tool_choice is not None and (
+            not isinstance(self.tool_choice, str) or not self.tool_choice.strip()
+        ):
+            raise ToolDefinitionError(
+                f"tool_choice must be 'auto', 'required', 'none' or a tool name, got "
+                f"{self.tool_choice!r}",
+                function=where,
+            )
+        if not isinstance(self.reask, bool):
+            raise ToolDefinitionError(
+                f"reask must be true or false, got {self.reask!r}", function=where
+            )
         try:
             check_output_model(self.output_model, where)
         except ConfigurationError as exc:
@@ -201,7 +224,12 @@ def _probe(defn: AgentDefinition, registry: Any) -> None:
 
 def subagent_tool(defn: AgentDefinition, *, executor: Executor | None = None) -> Tool:
     """The :class:`~kode_nb.Tool` for ``defn``, unregistered (no probe: see
-    :func:`register_subagent`). ``executor`` serves calls made outside any agent run."""
+    :func:`register_subagent`).
+
+    A call runs under the policy and approver of what called it: the calling agent's executor,
+    else the executor the call came through (``Executor.call``, an MCP server's). ``executor``
+    serves only calls that come through neither (the tool function invoked directly); with
+    none of the three the call fails closed (``unavailable``)."""
     if not isinstance(defn, AgentDefinition):
         raise ToolDefinitionError(f"expected an AgentDefinition, got {defn!r}")
 
@@ -316,17 +344,24 @@ async def delegate(
         return _unavailable(
             defn, meta, f"the context compression hook failed ({type(exc).__name__}: {exc})."
         )
-    own_base = parent is None and executor is None
-    base = parent.executor if parent is not None else executor or Executor()
+    approver = ctx.approver
+    if parent is not None:
+        base: Executor | None = parent.executor
+    elif isinstance(ctx.executor, Executor):
+        base = ctx.executor  # its policy governs what the caller may run, subagent or not
+    else:
+        base, approver = executor, None
+    if base is None:
+        why = ("no calling executor's policy is known (it was called outside an executor and "
+               "has no executor=), so it runs nothing. Call it through an Executor or an agent.")  # fmt: skip
+        return _unavailable(defn, meta, why)
     narrowed = NarrowedPolicy(base.policy, defn.tools, owner=defn.name)
-    child_executor = derive_executor(base, policy=narrowed)
-    if own_base:
-        base.close()  # only its settings were needed
+    child_executor = derive_executor(base, policy=narrowed, approver=approver)
     try:
         agent = Agent(
             defn.name, model=_model_for(defn, parent), system_prompt=system, tools=defn.tools,
             max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
-            executor=child_executor,
+            executor=child_executor, tool_choice=defn.tool_choice, reask=defn.reask,
             max_result_chars=parent.agent.max_result_chars if parent is not None else MAX_RESULT_CHARS,
         )  # fmt: skip
     except Exception as exc:

@@ -131,13 +131,15 @@ def derive_executor(
     policy: PolicyLike | NotGiven = NOT_GIVEN,
     deps: Any = NOT_GIVEN,
     registry: RegistryLike | None = None,
+    approver: Any = None,
 ) -> Executor:
     """A new executor like ``parent`` (registry, approver, bus, limits, timeouts, user, deps),
-    with its own concurrency slots and worker threads, and ``policy``/``deps`` if given."""
+    with its own concurrency slots and worker threads, and ``policy``/``deps``/``approver`` if
+    given."""
     return Executor(
         registry if registry is not None else parent.registry,
         policy=parent.policy if isinstance(policy, NotGiven) else policy,
-        approver=parent.approver,
+        approver=parent.approver if approver is None else approver,
         bus=parent.bus,
         max_concurrency=parent.max_concurrency,
         group_limits=parent.group_limits,

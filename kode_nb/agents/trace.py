@@ -267,13 +267,16 @@ def _json_attr(value: Any) -> str:
 
 
 def _usage(attrs: Mapping[str, Any]) -> dict[str, int]:
+    """The known token counts (an unknown one is left out, not sent as 0)."""
     usage = attrs.get("usage")
     if not isinstance(usage, Mapping):
         return {}
-    return {
-        "gen_ai.usage.input_tokens": int(usage.get("input_tokens", 0)),
-        "gen_ai.usage.output_tokens": int(usage.get("output_tokens", 0)),
-    }
+    out = {}
+    for key in ("input_tokens", "output_tokens"):
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[f"gen_ai.usage.{key}"] = value
+    return out
 
 
 def _provider(model: str) -> str:

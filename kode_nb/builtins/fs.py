@@ -10,41 +10,47 @@ move_file     move   move or rename a file or directory
 get_file_info read   exists, type, size, modification time, mode
 ============= ====== ========================================================================
 
-Every path goes through the policy's allowed paths (:meth:`ToolContext.resolve_path`):
-relative paths start at the first allowed root, and ``..``, symlinks or absolute paths that
-end up outside every root are refused (status ``denied``). Reading, writing and editing follow
-symlinks (to a target inside the roots); delete, move and info act on a symlink itself.
+Every path is confined to the policy's allowed paths by resolving it from an open handle on
+the root, one component at a time (:mod:`kode_nb.builtins._confine`), and every operation then
+acts through directory handles, never on a path string resolved earlier: relative paths start
+at the first allowed root, and ``..``, symlinks or absolute paths that end up outside the root
+are refused (status ``denied``), also when another process swaps directories and symlinks while
+a call runs. Reading, writing and editing follow symlinks (to a target inside the same root);
+delete, move and info act on a symlink itself.
 
-Writes are atomic (:func:`~kode_nb.builtins._files.atomic_write`): a temporary file in the same
-directory, then ``os.replace``; an edited file keeps its mode. Limits are set per tool set with
-:class:`FsLimits`.
+Writes are atomic (:func:`~kode_nb.builtins._files.atomic_write`): an anonymous temporary file
+in the same directory, then a rename; an edited file keeps its mode; an edit refuses to replace
+a file that changed after it was read. Limits are set per tool set with :class:`FsLimits`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import IO, Annotated, Any, Literal
 
 from pydantic import Field
 
 from kode_nb.builtins._common import make_tool
+from kode_nb.builtins._confine import Location
 from kode_nb.builtins._files import (
     BINARY_SAMPLE,
     binary_message,
     check_encoding,
+    confined,
     decode,
     describe_size,
-    entry_path,
     file_type,
     glob_match,
     image_mime,
     looks_binary,
+    name_of,
+    open_entry,
     walk,
 )
 from kode_nb.builtins.fs_edit import EditTools
@@ -89,14 +95,19 @@ def _lines(f: IO[bytes], cap: int) -> Iterator[tuple[bytes, bool]]:
         yield chunk, whole
 
 
-def _open_file(tool: str, target: Path, shown: str) -> os.stat_result:
+def _open_file(tool: str, loc: Location, shown: str) -> tuple[IO[bytes], os.stat_result]:
+    """The regular file at ``loc``, open for reading, and its stat."""
     try:
-        info = target.stat()
+        fd = open_entry(loc, os.O_RDONLY, tool, shown)
     except FileNotFoundError:
         raise ToolError(tool, f"File not found: {shown!r}.") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(tool, f"{shown!r} is a directory, not a file; use list_files for it.")
-    return info
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(tool, f"{shown!r} is a directory, not a file; use list_files for it.")
+        raise ToolError(tool, f"{shown!r} is not a regular file (a device, FIFO or socket).")
+    return os.fdopen(fd, "rb"), info
 
 
 class FileTools(EditTools):
@@ -125,12 +136,14 @@ class FileTools(EditTools):
             errors: "strict" fails on bytes that are not valid in the encoding; "replace"
                 shows them as U+FFFD.
         """
-        target, tool, cap = ctx.resolve_path(path), ctx.tool, self.limits.max_read_bytes
+        tool, cap = ctx.tool, self.limits.max_read_bytes
         enc = check_encoding(tool, encoding)
-        size = _open_file(tool, target, path).st_size
-        details: dict[str, Any] = {"path": str(target), "size": size, "encoding": enc}
+        with confined(ctx, path) as loc:
+            f, info = _open_file(tool, loc, path)
+        size = info.st_size
+        details: dict[str, Any] = {"path": str(loc.path), "size": size, "encoding": enc}
         whole = offset == 1 and limit is None
-        with open(target, "rb") as f:
+        with f:
             sample = f.read(BINARY_SAMPLE)
             mime = image_mime(sample)
             if mime is not None and whole and size <= cap:
@@ -212,25 +225,34 @@ class FileTools(EditTools):
                 paths relative to the directory).
             include_hidden: Include names starting with "." (and enter hidden directories).
         """
-        top = ctx.resolve_path(path)
-        if not top.is_dir():
-            what = "does not exist" if not top.exists() else "is not a directory"
-            raise ToolError(ctx.tool, f"{path!r} {what}; list_files lists directories.")
+        with confined(ctx, path) as loc:
+            try:
+                fd = open_entry(loc, os.O_RDONLY | os.O_DIRECTORY, ctx.tool, path)
+            except (FileNotFoundError, NotADirectoryError) as exc:
+                what = (
+                    "does not exist" if isinstance(exc, FileNotFoundError) else "is not a directory"
+                )
+                raise ToolError(
+                    ctx.tool, f"{path!r} {what}; list_files lists directories."
+                ) from None
         cap = self.limits.max_list_entries
         entries: list[dict[str, Any]] = []
         truncated = False
-        for rel, info in walk(top, recursive, include_hidden):
-            if pattern is not None and not glob_match(rel, pattern):
-                continue
-            if len(entries) >= cap:
-                truncated = True
-                break
-            entry: dict[str, Any] = {"path": rel, "type": file_type(info.st_mode)}
-            if stat.S_ISREG(info.st_mode):
-                entry["size"] = info.st_size
-            entries.append(entry)
+        try:
+            for rel, info in walk(fd, recursive, include_hidden):
+                if pattern is not None and not glob_match(rel, pattern):
+                    continue
+                if len(entries) >= cap:
+                    truncated = True
+                    break
+                entry: dict[str, Any] = {"path": rel, "type": file_type(info.st_mode)}
+                if stat.S_ISREG(info.st_mode):
+                    entry["size"] = info.st_size
+                entries.append(entry)
+        finally:
+            os.close(fd)
         entries.sort(key=lambda e: str(e["path"]))
-        result: dict[str, Any] = {"path": str(top), "entries": entries, "count": len(entries)}
+        result: dict[str, Any] = {"path": str(loc.path), "entries": entries, "count": len(entries)}
         if truncated:
             result["truncated"] = (
                 f"only the first {cap} entries are shown; narrow the listing with a pattern or "
@@ -245,18 +267,23 @@ class FileTools(EditTools):
             path: The file or directory.
         """
         last = os.path.basename(path.rstrip(os.sep))
-        target = ctx.resolve_path(path) if last in ("", ".", "..") else entry_path(ctx, path)
         try:
-            info = target.lstat()
-        except FileNotFoundError:
-            return {"path": str(target), "exists": False}
-        result: dict[str, Any] = {
-            "path": str(target), "exists": True, "type": file_type(info.st_mode),
-            "size": info.st_size, "modified": info.st_mtime, "modified_iso": _iso(info.st_mtime),
-            "mode": oct(stat.S_IMODE(info.st_mode)),
-        }  # fmt: skip
-        if stat.S_ISLNK(info.st_mode):
-            result["target"] = os.readlink(target)
+            loc = confined(ctx, path, follow=last in ("", ".", ".."))
+        except ToolError as exc:
+            if not exc.message.startswith("File not found"):
+                raise
+            return {"path": path, "exists": False}
+        with loc:
+            info = loc.lstat()
+            if info is None:
+                return {"path": str(loc.path), "exists": False}
+            result: dict[str, Any] = {
+                "path": str(loc.path), "exists": True, "type": file_type(info.st_mode),
+                "size": info.st_size, "modified": info.st_mtime,
+                "modified_iso": _iso(info.st_mtime), "mode": oct(stat.S_IMODE(info.st_mode)),
+            }  # fmt: skip
+            if stat.S_ISLNK(info.st_mode):
+                result["target"] = os.readlink(loc.name, dir_fd=loc.dir_fd)
         return result
 
     def delete_file(self, path: str, ctx: ToolContext) -> str:
@@ -265,16 +292,22 @@ class FileTools(EditTools):
         Args:
             path: The file to delete.
         """
-        target = entry_path(ctx, path)
-        try:
-            info = target.lstat()
-        except FileNotFoundError:
-            raise ToolError(ctx.tool, f"Cannot delete {path!r}: no such file.") from None
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolError(
-                ctx.tool, f"{path!r} is a directory; delete_file deletes files and symlinks only."
-            )
-        target.unlink()
+        name_of(path, ctx.tool)
+        with confined(ctx, path, follow=False) as loc:
+            info = loc.lstat()
+            if info is None:
+                raise ToolError(ctx.tool, f"Cannot delete {path!r}: no such file.")
+            if stat.S_ISDIR(info.st_mode):
+                raise ToolError(
+                    ctx.tool,
+                    f"{path!r} is a directory; delete_file deletes files and symlinks only.",
+                )
+            try:
+                os.unlink(loc.name, dir_fd=loc.dir_fd)
+            except IsADirectoryError:  # swapped for a directory meanwhile
+                raise ToolError(
+                    ctx.tool, f"{path!r} became a directory; nothing was deleted."
+                ) from None
         what = "symlink" if stat.S_ISLNK(info.st_mode) else describe_size(info.st_size)
         return f"Deleted {path} ({what})."
 
@@ -288,55 +321,79 @@ class FileTools(EditTools):
             destination: The new path, or an existing directory to move it into.
             overwrite: Replace an existing destination file.
         """
-        src, dst = _move_paths(ctx, source, destination)
-        if os.path.lexists(dst):
-            if dst.is_dir() and not dst.is_symlink():
-                raise ToolError(ctx.tool, f"Cannot move to {destination!r}: {dst} is a directory.")
-            if not overwrite:
-                raise ToolError(
-                    ctx.tool, f"Cannot move to {destination!r}: {dst} exists; pass overwrite=true "
-                    "to replace it.",
-                )  # fmt: skip
-        if src.is_dir() and not src.is_symlink() and dst.is_relative_to(src):
-            raise ToolError(ctx.tool, f"Cannot move directory {source!r} into itself ({dst}).")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(src, dst)
-        except OSError as exc:
-            if exc.errno != 18:  # EXDEV: another file system
-                raise
-            shutil.move(src, dst)
-        return f"Moved {source} to {dst}."
+        src, dst = _move_paths(ctx, source, destination, create=True)
+        with src, dst:
+            there = dst.lstat()
+            if there is not None:
+                if stat.S_ISDIR(there.st_mode):
+                    raise ToolError(
+                        ctx.tool, f"Cannot move to {destination!r}: {dst.path} is a directory."
+                    )
+                if not overwrite:
+                    raise ToolError(
+                        ctx.tool, f"Cannot move to {destination!r}: {dst.path} exists; pass "
+                        "overwrite=true to replace it.",
+                    )  # fmt: skip
+            try:
+                os.rename(src.name, dst.name, src_dir_fd=src.dir_fd, dst_dir_fd=dst.dir_fd)
+            except OSError as exc:
+                if exc.errno == errno.EINVAL:  # a directory into itself
+                    raise ToolError(
+                        ctx.tool, f"Cannot move directory {source!r} into itself ({dst.path})."
+                    ) from None
+                if exc.errno != errno.EXDEV:  # another file system: copy by path, then delete
+                    raise
+                shutil.move(src.path, dst.path)
+        return f"Moved {source} to {dst.path}."
 
     def preview_delete(self, arguments: dict[str, Any], ctx: ToolContext | None) -> str:
         path = str(arguments.get("path", ""))
         if ctx is None:
             return f"delete {path}"
-        target = entry_path(ctx, path)
-        try:
-            info = target.lstat()
-        except FileNotFoundError:
-            return f"delete {target} (it does not exist)"
+        name_of(path, ctx.tool)
+        with confined(ctx, path, follow=False) as loc:
+            info = loc.lstat()
+        if info is None:
+            return f"delete {loc.path} (it does not exist)"
         what = "symlink" if stat.S_ISLNK(info.st_mode) else f"{info.st_size} bytes"
-        return f"delete {target} ({what})"
+        return f"delete {loc.path} ({what})"
 
     def preview_move(self, arguments: dict[str, Any], ctx: ToolContext | None) -> str:
         source, destination = str(arguments.get("source")), str(arguments.get("destination"))
         if ctx is None:
             return f"move {source} -> {destination}"
-        src, dst = _move_paths(ctx, source, destination)
-        replaces = " (replaces the existing file)" if os.path.lexists(dst) else ""
-        return f"move {src} -> {dst}{replaces}"
+        try:
+            src, dst = _move_paths(ctx, source, destination, create=False)
+        except ToolError as exc:
+            if not exc.message.startswith("File not found"):
+                raise
+            return f"move {source} -> {destination} (a new directory)"
+        with src, dst:
+            replaces = " (replaces the existing file)" if dst.lstat() is not None else ""
+        return f"move {src.path} -> {dst.path}{replaces}"
 
 
-def _move_paths(ctx: ToolContext, source: str, destination: str) -> tuple[Path, Path]:
-    src = entry_path(ctx, source)
-    if not os.path.lexists(src):
-        raise ToolError(ctx.tool, f"Cannot move {source!r}: no such file or directory.")
-    dst = entry_path(ctx, destination)
-    if dst.is_dir():  # into it (through a symlink too: then its target must be allowed)
-        dst = entry_path(ctx, str(dst / src.name))
-    return src, dst
+def _move_paths(
+    ctx: ToolContext, source: str, destination: str, *, create: bool
+) -> tuple[Location, Location]:
+    """The source (not followed) and the destination (into it if it is a directory)."""
+    name_of(source, ctx.tool)
+    src = confined(ctx, source, follow=False)
+    try:
+        if src.lstat() is None:
+            raise ToolError(ctx.tool, f"Cannot move {source!r}: no such file or directory.")
+        into = confined(ctx, destination, create=create)  # a directory, through a symlink too
+        try:
+            target = into.lstat()
+            if target is not None and stat.S_ISDIR(target.st_mode):
+                return src, into.child(src.name)
+        finally:
+            into.close()
+        name_of(destination, ctx.tool)
+        return src, confined(ctx, destination, follow=False, create=create)
+    except BaseException:
+        src.close()
+        raise
 
 
 def _slice(

@@ -1,7 +1,13 @@
 """The writing half of the ``fs`` tools: ``write_file`` and ``edit_file`` and their previews.
 
-Both write atomically (:func:`~kode_nb.builtins._files.atomic_write`) and keep an existing
-file's mode. Their approval previews are unified diffs of the change, computed exactly as the
+Both write atomically (:func:`~kode_nb.builtins._files.atomic_write`) through a handle on the
+target's directory and keep an existing file's mode. ``edit_file`` reads the file through a
+handle and, just before the new version replaces it, checks that the file there still has the
+same inode, size, modification time and SHA-256; if another process changed it in between, the
+edit is refused (nothing is written) with a message telling the model to read it again. Where
+``renameat2(RENAME_EXCHANGE)`` works, the new version is swapped in and the version swapped out
+is checked once more: a write that landed on it during the replace makes the edit swap it back
+and refuse, instead of losing that write. Their approval previews are unified diffs of the change, computed exactly as the
 call would compute it; an edit that would fail previews the error instead.
 
 ``edit_file`` replaces ``old_string`` with ``new_string``. ``old_string`` must match exactly -
@@ -12,19 +18,23 @@ whitespace, indentation and line endings included - and exactly once, unless
 from __future__ import annotations
 
 import difflib
+import hashlib
+import os
 import stat
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from kode_nb.builtins._confine import Location, locate
 from kode_nb.builtins._files import (
     BINARY_SAMPLE,
     atomic_write,
     binary_message,
     check_encoding,
+    confined,
     decode,
     describe_size,
     looks_binary,
+    open_entry,
     unified_diff,
 )
 from kode_nb.errors import ToolError
@@ -81,6 +91,61 @@ def _near_miss(text: str, old: str) -> str:
     return advice
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+Version = tuple[int, int, int, int, str]
+"""(device, inode, size, mtime_ns, sha256) of a file's content."""
+
+
+def _version_of(fd: int) -> Version:
+    info = os.fstat(fd)
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    data = b"".join(chunks)
+    return (info.st_dev, info.st_ino, len(data), info.st_mtime_ns, _digest(data))
+
+
+class _Unchanged:
+    """The :class:`~kode_nb.builtins._files.ReplaceGuard` of ``edit_file``: the file must still
+    be the version it read, and the version it replaces must not change during the replace."""
+
+    def __init__(self, loc: Location, seen: Version, tool: str, shown: str) -> None:
+        self.loc, self.seen, self.tool, self.shown = loc, seen, tool, shown
+
+    def before(self) -> None:
+        try:
+            fd = self.loc.open(os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            self.refuse()
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or _version_of(fd) != self.seen:
+                self.refuse()
+        finally:
+            os.close(fd)
+
+    def after(self, dir_fd: int, replaced: str) -> bool:
+        try:
+            fd = os.open(replaced, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            return False
+        try:
+            return _version_of(fd) == self.seen
+        finally:
+            os.close(fd)
+
+    def refuse(self) -> NoReturn:
+        raise ToolError(
+            self.tool, f"{self.shown!r} changed since edit_file read it (another process wrote "
+            "to it meanwhile); nothing was written. Read the file again and redo the edit on "
+            "its current content.",
+        )  # fmt: skip
+
+
 class EditTools:
     """``write_file`` and ``edit_file`` (mixed into :class:`kode_nb.builtins.fs.FileTools`)."""
 
@@ -95,13 +160,14 @@ class EditTools:
             content: The complete new content.
             encoding: The text encoding to write, e.g. "utf-8".
         """
-        target, tool = ctx.resolve_path(path), ctx.tool
+        tool = ctx.tool
         data = _encode(tool, content, check_encoding(tool, encoding), path)
-        if target.is_dir():
-            raise ToolError(tool, f"{path!r} is a directory; write_file writes files.")
-        previous = target.stat().st_size if target.exists() else None
-        target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, data)
+        with confined(ctx, path, create=True) as loc:
+            info = loc.lstat()
+            if loc.name == "." or (info is not None and stat.S_ISDIR(info.st_mode)):
+                raise ToolError(tool, f"{path!r} is a directory; write_file writes files.")
+            previous = None if info is None else info.st_size
+            atomic_write(loc, data)
         if previous is None:
             return f"Created {path} ({len(data)} bytes)."
         return f"Wrote {len(data)} bytes to {path} (replacing {previous} bytes)."
@@ -124,34 +190,43 @@ class EditTools:
             replace_all: Replace every occurrence instead of requiring exactly one.
             encoding: The file's text encoding.
         """
-        target, tool = ctx.resolve_path(path), ctx.tool
+        tool = ctx.tool
         enc = check_encoding(tool, encoding)
-        text = self._read_text(target, enc, tool, path)
-        new_text, count = apply_edit(
-            text, old_string, new_string, replace_all, tool=tool, shown=path
-        )
-        atomic_write(target, _encode(tool, new_text, enc, path))
+        with confined(ctx, path) as loc:
+            text, seen = self._read_text(loc, enc, tool, path)
+            new_text, count = apply_edit(
+                text, old_string, new_string, replace_all, tool=tool, shown=path
+            )
+            data = _encode(tool, new_text, enc, path)
+
+            atomic_write(loc, data, guard=_Unchanged(loc, seen, tool, path))
         return f"Edited {path}: {count} replacement{'s' if count != 1 else ''}."
 
-    def _read_text(self, target: Path, enc: str, tool: str, shown: str) -> str:
-        """The text of an existing file to edit (size-limited, not binary, decodable)."""
+    def _read_text(self, loc: Location, enc: str, tool: str, shown: str) -> tuple[str, Version]:
+        """The text of an existing file to edit (size-limited, not binary, decodable), and its
+        version (see :func:`_version`)."""
         try:
-            info = target.stat()
+            fd = open_entry(loc, os.O_RDONLY, tool, shown)
         except FileNotFoundError:
             raise ToolError(
                 tool, f"File not found: {shown!r}. To create a file, use write_file."
             ) from None
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolError(tool, f"{shown!r} is a directory, not a file.")
-        if info.st_size > self.max_edit_bytes:
-            raise ToolError(
-                tool, f"{shown!r} is {describe_size(info.st_size)}, over the "
-                f"{describe_size(self.max_edit_bytes)} limit for editing.",
-            )  # fmt: skip
-        data = target.read_bytes()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise ToolError(tool, f"{shown!r} is {what}, not a file.")
+        with os.fdopen(fd, "rb") as f:
+            if info.st_size > self.max_edit_bytes:
+                raise ToolError(
+                    tool, f"{shown!r} is {describe_size(info.st_size)}, over the "
+                    f"{describe_size(self.max_edit_bytes)} limit for editing.",
+                )  # fmt: skip
+            data = f.read(self.max_edit_bytes + 1)
+        seen = (info.st_dev, info.st_ino, len(data), info.st_mtime_ns, _digest(data))
         if looks_binary(data[:BINARY_SAMPLE], enc):
             raise ToolError(tool, binary_message(shown, len(data), tool))
-        return decode(data, enc, "strict", tool=tool, shown=shown)
+        return decode(data, enc, "strict", tool=tool, shown=shown), seen
 
     # ----------------------------------------------------------------- approval previews
 
@@ -160,12 +235,18 @@ class EditTools:
         path, content = str(arguments.get("path", "")), str(arguments.get("content", ""))
         if ctx is None:
             return f"write {path} ({len(content)} characters)"
-        target = ctx.resolve_path(path)
         enc = check_encoding(ctx.tool, str(arguments.get("encoding", "utf-8")))
         try:
-            old = self._read_text(target, enc, ctx.tool, path) if target.exists() else None
-        except ToolError as exc:
-            return f"replace {target} (its current content cannot be shown: {exc.message})"
+            loc = locate(path, ctx.allowed_paths, tool=ctx.tool)
+        except (FileNotFoundError, NotADirectoryError):
+            return unified_diff(None, content, path)  # its directory will be made
+        with loc:
+            if loc.lstat() is None:
+                return unified_diff(None, content, path)
+            try:
+                old = self._read_text(loc, enc, ctx.tool, path)[0]
+            except ToolError as exc:
+                return f"replace {loc.path} (its current content cannot be shown: {exc.message})"
         return unified_diff(old, content, path)
 
     def preview_edit(self, arguments: Mapping[str, Any], ctx: ToolContext | None) -> str:
@@ -173,10 +254,11 @@ class EditTools:
         path = str(arguments.get("path", ""))
         if ctx is None:
             return f"edit {path}"
-        target, tool = ctx.resolve_path(path), ctx.tool
+        tool = ctx.tool
         try:
             enc = check_encoding(tool, str(arguments.get("encoding", "utf-8")))
-            text = self._read_text(target, enc, tool, path)
+            with confined(ctx, path) as loc:
+                text = self._read_text(loc, enc, tool, path)[0]
             new_text, _ = apply_edit(
                 text, str(arguments.get("old_string", "")), str(arguments.get("new_string", "")),
                 bool(arguments.get("replace_all", False)), tool=tool, shown=path,

@@ -12,10 +12,13 @@
 * The result is the combined output, capped at ``max_output_chars``: the head and the tail are
   kept and the result says how much was dropped between them; then ``[exit code N]``. A
   non-zero exit code is a normal result (``status="ok"``): the model reads it.
-* ``timeout`` (default 30 s, at most :data:`MAX_EXEC_TIMEOUT`): the process group gets SIGTERM,
-  then SIGKILL after ``kill_grace`` seconds; the result has status ``timed_out`` and the output
-  so far. Cancelling the call (``Executor.cancel``, a cell interrupt) stops the group the same
-  way before the cancellation propagates, so no process of the command outlives the call.
+* ``timeout`` (default 30 s, at most :data:`MAX_EXEC_TIMEOUT`): the process group, and every
+  process the command started that left it (``setsid``, double forks: found by ancestry and by
+  an environment tag, :mod:`kode_nb.builtins._procs`), get SIGTERM, then SIGKILL after
+  ``kill_grace`` seconds; the result has status ``timed_out``, the output so far, and names the
+  processes that were stopped (``details["killed"]``: pid and command). Cancelling the call
+  (``Executor.cancel``, a cell interrupt) stops them the same way before the cancellation
+  propagates, so no process of the command outlives the call.
 * After the command exits, background processes that still hold its output open are stopped
   too; ones that closed it (``cmd > log 2>&1 &``) keep running.
 """
@@ -26,6 +29,7 @@ import asyncio
 import codecs
 import contextlib
 import os
+import secrets
 import signal
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +39,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from kode_nb.builtins._common import REDACTED, is_secret_name, make_tool, redact_mapping
+from kode_nb.builtins._confine import locate
+from kode_nb.builtins._procs import TAG_VARIABLE, ProcessTracker, TrackedProcess
 from kode_nb.errors import ConfigurationError, ToolError
 from kode_nb.tools._model import Tool
 from kode_nb.types import TextBlock, ToolContext, ToolResult
@@ -46,6 +52,7 @@ MAX_EXEC_TIMEOUT = 600.0
 
 _SPLIT = 8192  # longer lines are streamed in pieces of this many characters
 _DRAIN = 0.5  # seconds to wait for output after the command exited
+_SCAN_EVERY = 0.1  # seconds between scans for the processes the command started
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,16 +158,35 @@ async def _exited(proc: asyncio.subprocess.Process, pumps: Sequence[asyncio.Futu
         await proc.wait()
 
 
-async def _stop_group(proc: asyncio.subprocess.Process, grace: float) -> None:
-    """SIGTERM the process group, wait up to ``grace`` for it to end, then SIGKILL the group."""
+async def _stop_group(
+    proc: asyncio.subprocess.Process, tracker: ProcessTracker, grace: float
+) -> list[TrackedProcess]:
+    """SIGTERM the process group and every process the command started (also those that left
+    the group), wait up to ``grace`` for them to end, then SIGKILL what is left. Returns the
+    processes that were signalled."""
     _signal_group(proc.pid, signal.SIGTERM)
+    hit = {p.pid: p for p in await asyncio.to_thread(tracker.signal, signal.SIGTERM)}
     try:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), grace)
+        end = asyncio.get_running_loop().time() + grace
+        while asyncio.get_running_loop().time() < end:
+            if proc.returncode is not None and not await asyncio.to_thread(tracker.alive):
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(proc.wait(), 0.05)
     finally:
         _signal_group(proc.pid, signal.SIGKILL)  # stragglers that ignored SIGTERM, grandchildren
+        for p in tracker.signal(signal.SIGKILL):
+            hit.setdefault(p.pid, p)
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), grace)
+    return sorted(hit.values(), key=lambda p: p.pid)
+
+
+async def _watch(tracker: ProcessTracker) -> None:
+    """Record the command's processes every _SCAN_EVERY seconds, until cancelled."""
+    while True:
+        await asyncio.to_thread(tracker.scan)
+        await asyncio.sleep(_SCAN_EVERY)
 
 
 class ExecTool:
@@ -189,42 +215,50 @@ class ExecTool:
             raise ToolError(ctx.tool, "exec needs a POSIX system (process groups).")
         if not command.strip():
             raise ToolError(ctx.tool, "The command is empty.")
-        folder = ctx.resolve_path(cwd if cwd is not None else ".")
-        if not folder.is_dir():
-            raise ToolError(ctx.tool, f"cwd {cwd!r} is not an existing directory.")
+        try:
+            with locate(cwd if cwd is not None else ".", ctx.allowed_paths, tool=ctx.tool) as loc:
+                os.close(loc.open(os.O_RDONLY | os.O_DIRECTORY))
+                folder = loc.path
+        except OSError:
+            raise ToolError(ctx.tool, f"cwd {cwd!r} is not an existing directory.") from None
         bad = [k for k in (env or {}) if not k or "=" in k or "\x00" in k]
         if bad:
             raise ToolError(ctx.tool, f"Invalid environment variable name {bad[0]!r} in env.")
         config = self.config
+        tag = secrets.token_hex(8)
         proc = await asyncio.create_subprocess_exec(
             config.shell, "-c", command, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=folder,
-            env={**os.environ, **(env or {})}, start_new_session=True,
+            env={**os.environ, **(env or {}), TAG_VARIABLE: tag}, start_new_session=True,
         )  # fmt: skip
+        tracker = ProcessTracker(proc.pid, tag)
+        watcher = asyncio.ensure_future(_watch(tracker))
         out = _Output(config, ctx.on_update)
         pumps = [
             asyncio.ensure_future(_pump(proc.stdout, "", out)),
             asyncio.ensure_future(_pump(proc.stderr, "[stderr] ", out)),
         ]
         timed_out = lingering = stopped = False
+        killed: list[TrackedProcess] = []
         try:
             try:
                 await asyncio.wait_for(_exited(proc, pumps), timeout)
             except asyncio.TimeoutError:
                 timed_out = stopped = True
-                await _stop_group(proc, config.kill_grace)
+                killed = await _stop_group(proc, tracker, config.kill_grace)
             _, pending = await asyncio.wait(pumps, timeout=_DRAIN)
             if pending:  # background processes still hold the output open
                 lingering = stopped = True
-                await _stop_group(proc, config.kill_grace)
+                killed += await _stop_group(proc, tracker, config.kill_grace)
         finally:
-            # Cancelled (or failed) half-way: stop the whole group before propagating.
+            watcher.cancel()
+            # Cancelled (or failed) half-way: stop everything it started before propagating.
             if not stopped and (proc.returncode is None or not all(p.done() for p in pumps)):
-                await _stop_group(proc, config.kill_grace)
+                await asyncio.shield(_stop_group(proc, tracker, config.kill_grace))
             with contextlib.suppress(asyncio.TimeoutError):
                 gathered = asyncio.gather(*pumps, return_exceptions=True)
                 await asyncio.wait_for(gathered, config.kill_grace)
-        return _result(out, proc.returncode, timeout if timed_out else None, lingering)
+        return _result(out, proc.returncode, timeout if timed_out else None, lingering, killed)
 
     def preview(self, arguments: Mapping[str, Any], ctx: ToolContext | None) -> str:
         """``$ command``, the directory, and extra environment (secret values redacted)."""
@@ -237,7 +271,13 @@ class ExecTool:
         return "\n".join(lines)
 
 
-def _result(out: _Output, code: int | None, timed_out: float | None, lingering: bool) -> ToolResult:
+def _result(
+    out: _Output,
+    code: int | None,
+    timed_out: float | None,
+    lingering: bool,
+    killed: Sequence[TrackedProcess] = (),
+) -> ToolResult:
     text = out.text()
     notes: list[str] = []
     if timed_out is not None:
@@ -248,9 +288,14 @@ def _result(out: _Output, code: int | None, timed_out: float | None, lingering: 
         notes.append(f"[exit code {code}]")
     if lingering:
         notes.append("[background processes still holding the output were stopped]")
+    if killed:
+        shown = "; ".join(f"{p.pid} {p.command}" for p in killed[:20])
+        more = f"; and {len(killed) - 20} more" if len(killed) > 20 else ""
+        notes.append(f"[stopped {len(killed)} process(es) it started: {shown}{more}]")
     details = {
         "exit_code": code, "timed_out": timed_out is not None,
         "dropped_chars": out.dropped_chars, "dropped_lines": out.dropped_lines,
+        "killed": [{"pid": p.pid, "command": p.command} for p in killed],
     }  # fmt: skip
     body = (text or "(no output)\n") + "\n".join(notes)
     return ToolResult(

@@ -281,6 +281,7 @@ class Executor:
             tname, cid, run_id, parent_call_id, bus, on_update, loop, slots.thread,
             asyncio.current_task(loop), time.time(), plan, registry,
         )  # fmt: skip
+        st.approver = approver
         inflight = self._inflight
         inflight[st] = None
         try:

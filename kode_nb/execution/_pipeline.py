@@ -82,7 +82,7 @@ class CallSteps:
                 tool=st.plan.name, call_id=st.call_id, run_id=st.run_id,
                 parent_call_id=st.parent_call_id, cancel=st.get_token(), on_update=st.update,
                 allowed_paths=tuple(settings.policy.allowed_paths), user=settings.user,
-                deps=settings.deps,
+                deps=settings.deps, executor=settings, approver=st.approver,
             )  # fmt: skip
         return ctx
 

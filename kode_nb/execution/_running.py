@@ -43,6 +43,7 @@ class CallState:
     """One in-flight call. Created on the loop thread; :meth:`update` may be called from any."""
 
     __slots__ = (
+        "approver",
         "bus",
         "call_id",
         "context",
@@ -101,6 +102,8 @@ class CallState:
         self.registry = registry
         """The registry the tool was found in (stats are recorded there)."""
         self.status = "queued"
+        self.approver: Any = None
+        """The approver given to this call (``None``: the executor's)."""
         self.token: CancelToken | None = None
         self.context: ToolContext | None = None
         self.thread_future: Future[Any] | None = None

@@ -11,7 +11,7 @@
       #   objective: {type: string, description: What to find out, required: true}
       tools: [list_files, read_file]                # the allowlist (names and selectors)
       model: $make_model          # a model name, or $var: a Model, or a zero-arg factory
-      max_turns: 4                # also: time_limit, max_depth, label
+      max_turns: 4                # also: time_limit, max_depth, label, tool_choice, reask
       ---
       You investigate code. Objective: {objective}
 
@@ -52,6 +52,7 @@ from IPython.core.error import UsageError
 
 from kode_nb.magics.agent_spec import (
     FRONT_MATTER_KEYS,
+    choice_options,
     inputs_option,
     model_object,
     number_option,
@@ -126,7 +127,7 @@ def agent_cell(session: KodeSession, shell: Any, line: str, cell: str) -> Tool:
         "name": name, "description": description, "system_prompt": body,
         "tools": tools_option(meta.get("tools"), where), **inputs_option(meta.get("inputs"), ns, where),
         **number_option(meta, "max_turns", where, int), **number_option(meta, "max_depth", where, int),
-        **number_option(meta, "time_limit", where, float),
+        **number_option(meta, "time_limit", where, float), **choice_options(meta, where),
     }  # fmt: skip
     label = ""
     if meta.get("model") is not None:
@@ -236,7 +237,7 @@ def _direct_agent(
         agent = Agent(
             defn.name, model=model, system_prompt=system, tools=defn.tools,
             max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
-            executor=executor,
+            executor=executor, tool_choice=defn.tool_choice, reask=defn.reask,
         )  # fmt: skip
     except KodeUsageError as exc:
         executor.close()
@@ -324,6 +325,14 @@ def _ask(session: KodeSession, shell: Any, args: Any, cell: str) -> AgentHandle:
             import dataclasses
 
             defn = dataclasses.replace(defn, max_turns=args.max_turns)
+        if args.tool_choice or args.reask:
+            import dataclasses
+
+            defn = dataclasses.replace(
+                defn,
+                tool_choice=args.tool_choice or defn.tool_choice,
+                reask=args.reask or defn.reask,
+            )
         agent, text, executor = _direct_agent(
             session, defn, {_text_input(defn, where): prompt}, where
         )
@@ -341,6 +350,7 @@ def _ask(session: KodeSession, shell: Any, args: Any, cell: str) -> AgentHandle:
         agent = Agent(
             "main", model=model_object(spec, where), tools=tools,
             max_turns=args.max_turns or 10, executor=session.executor,
+            tool_choice=args.tool_choice, reask=bool(args.reask),
         )  # fmt: skip
     except KodeUsageError as exc:
         raise UsageError(f"{where}: {exc}") from None

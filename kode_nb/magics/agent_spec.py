@@ -13,9 +13,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from kode_nb.magics.nesting import check_nesting, too_deep
+
 __all__ = [
     "DEFAULT_INPUTS",
     "FRONT_MATTER_KEYS",
+    "choice_options",
     "inputs_option",
     "model_object",
     "number_option",
@@ -26,6 +29,7 @@ __all__ = [
 
 FRONT_MATTER_KEYS = (
     "description", "inputs", "tools", "model", "max_turns", "time_limit", "max_depth", "label",
+    "tool_choice", "reask",
 )  # fmt: skip
 """The keys ``%%agent``'s front matter may have."""
 
@@ -52,8 +56,12 @@ def parse_front_matter(cell: str, where: str) -> tuple[dict[str, Any], str]:
         raise UsageError(f"{where}: the front matter is not closed: add a line '---' after it.")
     import yaml  # type: ignore[import-untyped]
 
+    front = text[first : end.start()]
+    check_nesting(front, f"{where}: the front matter")
     try:
-        meta = yaml.safe_load(text[first : end.start()])
+        meta = yaml.safe_load(front)
+    except RecursionError:
+        raise too_deep(f"{where}: the front matter") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" (front matter line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -181,6 +189,23 @@ def inputs_option(value: Any, namespace: Mapping[str, Any], where: str) -> dict[
     for name, spec in value.items():
         inputs[str(name)] = {"type": spec} if isinstance(spec, str) else spec
     return {"input_config": {"inputs": inputs}}
+
+
+def choice_options(meta: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``tool_choice`` and ``reask`` from front matter, checked."""
+    out: dict[str, Any] = {}
+    if meta.get("tool_choice") is not None:
+        value = meta["tool_choice"]
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError(
+                f"{where}: tool_choice must be auto, required, none or a tool name, got {value!r}"
+            )
+        out["tool_choice"] = value.strip()
+    if "reask" in meta:
+        if not isinstance(meta["reask"], bool):
+            raise UsageError(f"{where}: reask must be true or false, got {meta['reask']!r}")
+        out["reask"] = meta["reask"]
+    return out
 
 
 def number_option(meta: Mapping[str, Any], key: str, where: str, kind: type) -> dict[str, Any]:

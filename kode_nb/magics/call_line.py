@@ -15,6 +15,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from kode_nb.magics.nesting import check_nesting, too_deep
+
 __all__ = ["parse_call_arguments", "split_call"]
 
 
@@ -56,6 +58,8 @@ def _value(raw: str, schema: Any) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw
+    except RecursionError:
+        raise too_deep("%tool") from None
 
 
 def parse_call_arguments(
@@ -64,9 +68,12 @@ def parse_call_arguments(
     """The arguments dict of a ``%tool`` line (see the module docstring); UsageError if malformed."""
     if not text:
         return {}
+    check_nesting(text, "%tool")
     if text[0] in "{[":
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise too_deep("%tool") from None
         except json.JSONDecodeError as exc:
             raise UsageError(
                 f"%tool: the arguments are not valid JSON ({exc.msg} at column {exc.colno}): {text}"

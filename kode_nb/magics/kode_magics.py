@@ -21,6 +21,7 @@ from IPython.core.magic import (
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import CaselessStrEnum, Float, Int, TraitError, Unicode, observe, validate
 
+from kode_nb.magics.redacted import redacted_errors
 from kode_nb.types import ToolCategory, ToolKind
 
 if TYPE_CHECKING:
@@ -156,6 +157,7 @@ class KodeMagics(Magics):
     @argument("--inline", action="store_true", help="a fast sync tool: run on the event loop")
     @no_var_expand  # JSON braces and `$var` are parsed here, not by IPython
     @line_cell_magic
+    @redacted_errors
     def tool(self, line: str, cell: str | None = None) -> CallHandle | None:
         """Define tools from a cell, or call a tool.
 
@@ -201,6 +203,7 @@ class KodeMagics(Magics):
     @argument("--group", help="list only tools in this group")
     @argument("--format", choices=_FORMATS, help="show: the schema exported for this provider")
     @line_magic
+    @redacted_errors
     def tools(self, line: str) -> None:
         """List the registered tools with their call stats, show one, or remove one."""
         from kode_nb.magics.manage import tools_command
@@ -210,6 +213,7 @@ class KodeMagics(Magics):
     # ------------------------------------------------------------------ %policy / %approval
 
     @line_magic
+    @redacted_errors
     def policy(self, line: str) -> None:
         """Show or change the session's tool policy.
 
@@ -227,6 +231,7 @@ class KodeMagics(Magics):
         policy_command(self.session, line)
 
     @line_magic
+    @redacted_errors
     def approval(self, line: str) -> None:
         """Show or set how calls that need approval are handled: ``%approval ask|auto|deny``."""
         from kode_nb.magics.manage import APPROVAL_MODES
@@ -245,6 +250,7 @@ class KodeMagics(Magics):
     # ------------------------------------------------------------------ %mcp (mcp_magics.py)
 
     @line_magic
+    @redacted_errors
     def mcp(self, line: str) -> Any:
         """Connect MCP servers and serve the notebook's tools over MCP.
 
@@ -266,6 +272,7 @@ class KodeMagics(Magics):
 
     @no_var_expand  # `key=$var` and JSON are parsed by the magic
     @line_cell_magic
+    @redacted_errors
     def agent(self, line: str, cell: str | None = None) -> AgentHandle | Tool | None:
         """Define a subagent from a cell, or run one.
 
@@ -289,9 +296,20 @@ class KodeMagics(Magics):
     @argument("--model", help="a model name, or $var: a Model or a function returning one")
     @argument("--tools", help="comma-separated tools and selectors (default: every allowed tool)")
     @argument("--max-turns", type=int, help="the most model calls")
+    @argument(
+        "--tool-choice",
+        metavar="CHOICE",
+        help="auto, required, none or a tool name (a forced choice holds for the first call)",
+    )
+    @argument(
+        "--reask",
+        action="store_true",
+        help="ask once more after an empty answer or a tool call written as text",
+    )
     @argument("--out", metavar="VAR", help="also store the handle in this notebook variable")
     @no_var_expand
     @cell_magic
+    @redacted_errors
     def ask(self, line: str, cell: str) -> AgentHandle:
         """Run an agent on the cell's text; returns a handle at once and shows the live view."""
         from kode_nb.magics import agent_magics
@@ -302,6 +320,7 @@ class KodeMagics(Magics):
 
     @no_var_expand
     @line_magic
+    @redacted_errors
     def model(self, line: str) -> None:
         """Show or set the default model of agent runs: ``%model NAME``, ``%model $var``, ``%model none``."""
         from kode_nb.magics import agent_magics

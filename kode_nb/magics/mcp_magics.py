@@ -111,6 +111,10 @@ def read_config(path: Path) -> dict[str, McpServerConfig]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigurationError(f"MCP config file {str(path)!r}: {exc}") from None
+    except RecursionError:
+        raise ConfigurationError(
+            f"MCP config file {str(path)!r} nests values too deeply to be read"
+        ) from None
     table = data.get("mcp", {})
     return parse_config(
         table if isinstance(table, Mapping) else {"servers": table}, source=str(path)

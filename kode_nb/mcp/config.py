@@ -225,6 +225,10 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, McpServerConfig]:
         raise ConfigurationError(
             f"MCP config file {str(file)!r} is not valid TOML: {exc}"
         ) from None
+    except RecursionError:
+        raise ConfigurationError(
+            f"MCP config file {str(file)!r} nests values too deeply to be read"
+        ) from None
     return parse_config(data, source=str(file))
 
 

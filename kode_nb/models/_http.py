@@ -8,6 +8,12 @@ other 4xx raise :class:`ModelHTTPError` at once with the provider's message. Onc
 has started nothing is retried (events may already be on screen): a connection lost or a
 stream ending early raises :class:`ModelProtocolError`.
 
+Time limits (``ModelSettings``): ``first_byte_timeout`` for a streamed answer to start (a
+non-streamed one gets ``timeout``), ``timeout`` between received lines, and ``deadline`` for the
+whole wait across retries and backoff. They are enforced here, on any transport; an answer that
+did not start in time is not retried. A JSON answer (by ``Content-Type``) is yielded whole as one
+``SSEEvent("json", body)``.
+
 API keys are read from the environment at first use, never stored in reprs, and scrubbed from
 every error message and body.
 """
@@ -28,9 +34,15 @@ from typing import Any
 import anyio
 import httpx
 
+from kode_nb._redact import register_secret
 from kode_nb.errors import ConfigurationError
 from kode_nb.models.base import ModelSettings
-from kode_nb.models.errors import ModelConnectionError, ModelHTTPError, ModelProtocolError
+from kode_nb.models.errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelProtocolError,
+)
 
 __all__ = ["HttpModel", "SSEEvent", "redact"]
 
@@ -111,6 +123,7 @@ class HttpModel:
         self.retry_max_delay = retry_max_delay
         """Longest wait between retries, also for ``Retry-After``."""
         self._api_key = api_key
+        register_secret(api_key)  # shown nowhere: not in views, traces or error messages
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
@@ -127,6 +140,7 @@ class HttpModel:
                 f"{self.name}: no API key. Set the environment variable {self.api_key_env} "
                 f"(e.g. with %env {self.api_key_env}=...) or pass api_key=... to resolve_model()."
             )
+        register_secret(key)  # whatever the variable's name
         return key
 
     async def _sse(
@@ -136,66 +150,115 @@ class HttpModel:
         headers: Mapping[str, str],
         settings: ModelSettings,
         secrets: Sequence[str] = (),
+        params: Mapping[str, str] | None = None,
     ) -> AsyncGenerator[SSEEvent, None]:
+        """POST ``body``; yield the answer's SSE events, or one ``SSEEvent("json", body)`` when
+        the server answered ``application/json`` (a non-streamed answer)."""
         url = self.base_url + path
-        timeout = httpx.Timeout(settings.timeout)
+        streamed = bool(body.get("stream"))
+        # the waits are enforced here, so they hold on any transport; httpx only backs them up
+        timeout = httpx.Timeout(settings.timeout, read=None)
+        wait = settings.first_byte_timeout if streamed else settings.timeout
+        limit = settings.deadline
+        started = time.monotonic()
         client = self.http_client or httpx.AsyncClient()
         attempt = 0
         try:
             while True:
+                left = None if limit is None else limit - (time.monotonic() - started)
+                this_wait = wait if left is None else max(min(wait, left), 0.001)
+                request = client.build_request(
+                    "POST", url, json=body, headers=dict(headers), params=params, timeout=timeout
+                )
+                response: httpx.Response | None = None
                 try:
-                    async with client.stream(
-                        "POST", url, json=body, headers=dict(headers), timeout=timeout
-                    ) as response:
-                        if response.status_code >= 400:
-                            text = (await response.aread()).decode("utf-8", "replace")
-                            text = redact(text, secrets)[:_BODY_LIMIT]
-                            status = response.status_code
-                            if (status == 429 or status >= 500) and attempt < settings.max_retries:
-                                delay = self._delay(response.headers, attempt)
-                                wait = f"HTTP {status}"
+                    try:
+                        with anyio.fail_after(this_wait):
+                            response = await client.send(request, stream=True)
+                            if response.status_code >= 400:
+                                text = (await response.aread()).decode("utf-8", "replace")
+                                lines = None
                             else:
-                                raise ModelHTTPError(
-                                    status, text, model=self.name, message=error_message(text)
-                                )
-                        else:
-                            async for event in self._events(response, secrets):
-                                yield event
-                            return
-                except httpx.TransportError as exc:  # no response (errors mid-stream are converted)
-                    if attempt >= settings.max_retries:
+                                lines = _Lines(response, streamed)
+                                await lines.start()
+                    except TimeoutError:
+                        if response is not None:
+                            await response.aclose()
                         raise ModelConnectionError(
-                            f"{self.name}: no response from {url}: "
-                            f"{redact(str(exc), secrets) or type(exc).__name__} (after {attempt + 1} attempt(s))"
+                            self._silence(url, this_wait, wait, attempt, response is not None)
                         ) from None
+                    if lines is not None:
+                        async for event in self._events(lines, secrets, settings.timeout):
+                            yield event
+                        return
+                    assert response is not None
+                    status = response.status_code
+                    text = redact(text, secrets)[:_BODY_LIMIT]
+                    if not (status == 429 or status >= 500) or attempt >= settings.max_retries:
+                        raise ModelHTTPError(
+                            status, text, model=self.name, message=error_message(text),
+                            attempts=attempt + 1,
+                        )  # fmt: skip
+                    delay = self._delay(response.headers, attempt)
+                    why = f"HTTP {status}"
+                    failure: ModelError = ModelHTTPError(
+                        status, text, model=self.name, message=error_message(text),
+                        attempts=attempt + 1,
+                    )  # fmt: skip
+                except httpx.TransportError as exc:  # no response (errors mid-stream are converted)
+                    detail = redact(str(exc), secrets) or type(exc).__name__
+                    failure = ModelConnectionError(
+                        f"{self.name}: no response from {url}: {detail} "
+                        f"(after {attempt + 1} attempt(s))"
+                    )
+                    if attempt >= settings.max_retries:
+                        raise failure from None
                     delay = self._delay(httpx.Headers(), attempt)
-                    wait = type(exc).__name__
+                    why = type(exc).__name__
+                finally:
+                    if response is not None:
+                        await response.aclose()
+                if limit is not None and time.monotonic() - started + delay >= limit:
+                    logger.info("%s: no retry, the deadline of %g s would pass", self.name, limit)
+                    raise failure from None
                 attempt += 1
                 logger.info(
                     "%s: %s, retry %d of %d in %.2f s",
-                    self.name,
-                    wait,
-                    attempt,
-                    settings.max_retries,
-                    delay,
-                )
+                    self.name, why, attempt, settings.max_retries, delay,
+                )  # fmt: skip
                 await anyio.sleep(delay)
         finally:
             if self.http_client is None:
                 await client.aclose()
 
+    def _silence(self, url: str, waited: float, wait: float, attempt: int, headers: bool) -> str:
+        what = "no answer started" if headers else "no response"
+        cap = "first_byte_timeout" if waited >= wait else "deadline"
+        return (
+            f"{self.name}: {what} from {url} within {waited:.3g} s ({cap}, attempt "
+            f"{attempt + 1}); a slow local model may need a longer ModelSettings({cap}=...)"
+        )
+
     async def _events(
-        self, response: httpx.Response, secrets: Sequence[str]
+        self, lines: _Lines, secrets: Sequence[str], idle: float
     ) -> AsyncIterator[SSEEvent]:
         count = 0
+        if lines.json_body is not None:
+            yield SSEEvent("json", lines.json_body)
+            return
         try:
-            async for event in iter_sse(response.aiter_lines()):
+            async for event in iter_sse(lines.iterate(idle)):
                 count += 1
                 yield event
         except (httpx.TransportError, httpx.StreamError) as exc:
             detail = redact(str(exc), secrets) or type(exc).__name__
             raise ModelProtocolError(
                 f"{self.name}: the response stream was cut off after {count} event(s): {detail}"
+            ) from None
+        except TimeoutError:
+            raise ModelProtocolError(
+                f"{self.name}: the response stream stalled: nothing arrived for {idle:g} s "
+                f"after {count} event(s) (ModelSettings.timeout)"
             ) from None
 
     def _delay(self, headers: httpx.Headers, attempt: int) -> float:
@@ -204,6 +267,40 @@ class HttpModel:
             return min(asked, self.retry_max_delay)
         delay = self.retry_base_delay * (2.0**attempt) * random.uniform(0.8, 1.2)
         return min(delay, self.retry_max_delay)
+
+
+class _Lines:
+    """The body of a successful answer: its first line read (or the whole JSON body), then the
+    rest line by line, each within the idle timeout."""
+
+    def __init__(self, response: httpx.Response, streamed: bool) -> None:
+        self.response = response
+        self.streamed = streamed
+        self.json_body: str | None = None
+        self._iter = response.aiter_lines().__aiter__()
+        self._first: list[str] = []
+
+    async def start(self) -> None:
+        """Wait for the first line; a JSON answer (by Content-Type, or to a non-streamed request)
+        is read whole."""
+        kind = self.response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind.endswith("json") or (not self.streamed and kind != "text/event-stream"):
+            self.json_body = (await self.response.aread()).decode("utf-8", "replace")
+            return
+        async for line in self._iter:  # the first line only; the rest is read by iterate()
+            self._first.append(line)
+            break
+
+    async def iterate(self, idle: float) -> AsyncIterator[str]:
+        for line in self._first:
+            yield line
+        while True:
+            with anyio.fail_after(idle):
+                try:
+                    line = await self._iter.__anext__()
+                except StopAsyncIteration:
+                    return
+            yield line
 
 
 def retry_after(headers: httpx.Headers) -> float | None:

@@ -116,6 +116,11 @@ class AnthropicModel(HttpModel):
         )
         async with aclosing(sse) as events:  # closes the response at message_stop and on errors
             async for event in events:
+                if event.event == "json":  # a whole (non-streamed) answer
+                    data = parse_json(event.data, "answer", self.name)
+                    for out in state.feed_whole(data):
+                        yield out
+                    break
                 data = parse_json(event.data, f"'{event.event}' event", self.name)
                 for out in state.feed(data):
                     yield out
@@ -174,6 +179,31 @@ class _StreamState:
             detail = f"{error.get('type', 'error')}: {error.get('message', '')}"
             raise ModelProtocolError(f"{self.model}: the stream reported an error: {detail}")
         return []  # ping and unknown events
+
+    def feed_whole(self, data: Any) -> list[ModelEvent]:
+        """A non-streamed Messages answer (``content`` blocks) as the same events."""
+        if not isinstance(data, dict) or data.get("type") == "error":
+            error = data.get("error") if isinstance(data, dict) else None
+            detail = error.get("message", error) if isinstance(error, dict) else data
+            raise ModelProtocolError(f"{self.model}: the server reported an error: {detail!r:.300}")
+        self.events += 1
+        out: list[ModelEvent] = []
+        for block in data.get("content") or ():
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                out.append(TextChunk(text=str(block["text"])))
+            elif block.get("type") == "tool_use":
+                arguments = json.dumps(block.get("input") or {})
+                out.append(
+                    ToolCallPart(id=str(block.get("id", "")), name=str(block.get("name", "")),
+                                 arguments=arguments)
+                )  # fmt: skip
+        if data.get("stop_reason"):
+            self.stop_reason = str(data["stop_reason"])
+        self._usage(data.get("usage"))
+        self.stopped = True
+        return out
 
     def _usage(self, usage: Any) -> None:
         if not isinstance(usage, dict):

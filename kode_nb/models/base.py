@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, Union, runtime_checkable
 
+from kode_nb.errors import ConfigurationError
 from kode_nb.types import ContentBlock
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "Notice",
+    "TOOL_CHOICES",
     "TextChunk",
     "ToolCallPart",
     "ToolCallRequest",
@@ -116,18 +119,76 @@ class ToolSpec:
         )
 
 
+TOOL_CHOICES = ("auto", "required", "none")
+"""The ``tool_choice`` keywords; any other value names the one tool the model must call."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelSettings:
-    """Sampling and transport settings for one request."""
+    """Sampling and transport settings for one request.
+
+    Time limits of one model request: ``first_byte_timeout`` seconds of silence before a streamed
+    answer starts (a non-streamed answer, generated whole before the server sends a byte, gets
+    ``timeout``), then ``timeout`` seconds between received chunks; ``deadline`` bounds the
+    whole wait for the answer to start, across retries and backoff waits. A request that got no
+    answer in time is not retried (a busy server would only get busier).
+    """
 
     temperature: float | None = None
     """Sampling temperature; ``None`` = the provider's default."""
     max_tokens: int | None = None
     """Cap on output tokens; ``None`` = the adapter's default (Anthropic requires one: 4096)."""
     timeout: float = 60.0
-    """Seconds allowed for connecting and between received chunks."""
+    """Seconds allowed for connecting and between received chunks (idle timeout)."""
+    first_byte_timeout: float = 30.0
+    """Seconds of silence allowed before a streamed answer's first byte."""
+    deadline: float | None = 60.0
+    """Seconds one model request may wait for its answer to start, across all retries."""
     max_retries: int = 3
-    """Retries on HTTP 429 and 5xx (with exponential backoff, honouring ``Retry-After``)."""
+    """Retries on HTTP 429 and 5xx and failed connections (exponential backoff, honouring
+    ``Retry-After``), within ``deadline``."""
+    tool_choice: str | None = None
+    """``"auto"``, ``"required"``, ``"none"`` or a tool name; ``None``: the model's default
+    (``"auto"`` when tools are offered)."""
+
+    def __post_init__(self) -> None:
+        for name in ("timeout", "first_byte_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigurationError(
+                    f"ModelSettings.{name} must be a positive number, got {value!r}"
+                )
+        if self.deadline is not None and (
+            isinstance(self.deadline, bool)
+            or not isinstance(self.deadline, (int, float))
+            or self.deadline <= 0
+        ):
+            raise ConfigurationError(
+                f"ModelSettings.deadline must be a positive number or None, got {self.deadline!r}"
+            )
+        if self.tool_choice is not None:
+            check_tool_choice(self.tool_choice, "ModelSettings")
+
+    def describe(self) -> dict[str, object]:
+        """The settings as a plain dict (for traces and views)."""
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "tool_choice": self.tool_choice or "auto",
+            "first_byte_timeout": self.first_byte_timeout,
+            "timeout": self.timeout,
+            "deadline": self.deadline,
+            "max_retries": self.max_retries,
+        }
+
+
+def check_tool_choice(value: object, where: str) -> str:
+    """``value`` as a tool choice, or ``ConfigurationError`` saying what is allowed."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(
+            f"{where}: tool_choice must be 'auto', 'required', 'none' or a tool name, got {value!r}"
+        )
+    return value.strip()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -169,18 +230,36 @@ class ToolCallPart:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UsageInfo:
-    """Token usage of one model call."""
+    """Token usage of one model call; ``None`` = the server did not say (never shown as 0)."""
 
-    input_tokens: int = 0
-    """Prompt tokens."""
-    output_tokens: int = 0
-    """Completion tokens."""
+    input_tokens: int | None = None
+    """Prompt tokens (``None``: unknown)."""
+    output_tokens: int | None = None
+    """Completion tokens (``None``: unknown)."""
 
     def __add__(self, other: UsageInfo) -> UsageInfo:
         return UsageInfo(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
+            input_tokens=add_tokens(self.input_tokens, other.input_tokens),
+            output_tokens=add_tokens(self.output_tokens, other.output_tokens),
         )
+
+
+def add_tokens(a: int | None, b: int | None) -> int | None:
+    """``a + b`` where known; ``None`` only when both are unknown."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Notice:
+    """Something the adapter did to cope with the server (recorded in the trace, not an error)."""
+
+    text: str
+    """What happened, in one sentence (``"the server sent no events; retried without
+    streaming"``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -191,7 +270,7 @@ class Finish:
     """``"end_turn"``, ``"tool_calls"``, ``"max_tokens"``, or the provider's own reason."""
 
 
-ModelEvent: TypeAlias = Union[TextChunk, ToolCallPart, UsageInfo, Finish]
+ModelEvent: TypeAlias = Union[TextChunk, ToolCallPart, UsageInfo, Finish, Notice]
 """One item of a model's stream."""
 
 
@@ -222,6 +301,8 @@ class ModelResponse:
     """Token usage (summed if the stream reported more than once)."""
     stop_reason: str
     """The :class:`Finish` reason (``"end_turn"`` if the stream had none)."""
+    notices: tuple[str, ...] = ()
+    """The :class:`Notice` texts of the stream, in order."""
 
     def to_message(self) -> AssistantMessage:
         """This turn as an :class:`AssistantMessage` for the conversation history."""
@@ -236,6 +317,7 @@ async def collect(
     calls: list[ToolCallRequest] = []
     usage = UsageInfo()
     stop_reason = ""
+    notices: list[str] = []
     async for event in stream:
         if isinstance(event, TextChunk):
             text.append(event.text)
@@ -247,8 +329,14 @@ async def collect(
             usage = usage + event
         elif isinstance(event, Finish):
             stop_reason = event.stop_reason
+        elif isinstance(event, Notice):
+            notices.append(event.text)
     if not stop_reason:
         stop_reason = "tool_calls" if calls else "end_turn"
     return ModelResponse(
-        text="".join(text), tool_calls=tuple(calls), usage=usage, stop_reason=stop_reason
+        text="".join(text),
+        tool_calls=tuple(calls),
+        usage=usage,
+        stop_reason=stop_reason,
+        notices=tuple(notices),
     )

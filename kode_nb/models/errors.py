@@ -34,16 +34,23 @@ class ModelError(KodeError):
 class ModelHTTPError(ModelError):
     """The provider answered with an HTTP error status (after any retries)."""
 
-    def __init__(self, status: int, body: str, *, model: str = "", message: str = "") -> None:
+    def __init__(
+        self, status: int, body: str, *, model: str = "", message: str = "", attempts: int = 1
+    ) -> None:
         self.status = status
         """The HTTP status code."""
         self.body = body
         """The response body, truncated, with anything that looks like a key redacted."""
         self.model = model
         """The model name (``openai:gpt-4.1-mini``), where known."""
+        self.attempts = attempts
+        """How many times the request was sent."""
         where = f" from {model}" if model else ""
+        tries = f" (after {attempts} attempts)" if attempts > 1 else ""
         detail = message or body
-        super().__init__(f"HTTP {status}{where}: {detail}" if detail else f"HTTP {status}{where}")
+        super().__init__(
+            f"HTTP {status}{where}{tries}: {detail}" if detail else f"HTTP {status}{where}{tries}"
+        )
 
 
 class ModelConnectionError(ModelError):

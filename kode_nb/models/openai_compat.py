@@ -9,7 +9,15 @@ in a ``user`` message (``image_url`` data URI) after the turn's tool messages.
 The stream (``stream: true`` with ``stream_options.include_usage``) is ``data: {chunk}`` events
 ending with ``data: [DONE]``: text from ``choices[0].delta.content``; tool calls assembled per
 ``delta.tool_calls[].index`` from their ``id``, ``function.name`` and ``function.arguments``
-pieces; usage from the final chunk. Arguments are passed through as text, even when malformed.
+pieces; usage from the final chunk (``None`` counts when the server sends none). Arguments are
+passed through as text, even when malformed. A whole JSON answer (``stream=False``, or a server
+that answers a streamed request with JSON) gives the same events from ``choices[0].message``.
+
+Servers differ (:mod:`kode_nb.models._profiles`, ``docs/MODEL-SERVERS.md``): ``tool_choice`` is
+always sent with tools (``"auto"`` unless set); an assistant turn with only tool calls has
+``"content": ""``; a streamed request answered with no events at all is retried once without
+streaming, with a :class:`~kode_nb.models.Notice`, and the model then sends its requests with
+tools unstreamed.
 
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
@@ -38,17 +46,21 @@ import httpx
 from kode_nb.errors import ConfigurationError
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
+from kode_nb.models._profiles import detect_profile, get_profile
 from kode_nb.models.base import (
+    TOOL_CHOICES,
     AssistantMessage,
     Finish,
     ModelEvent,
     ModelRequest,
+    Notice,
     TextChunk,
     ToolCallPart,
     ToolResultMessage,
     ToolSpec,
     UsageInfo,
     UserMessage,
+    check_tool_choice,
 )
 from kode_nb.models.errors import ModelProtocolError
 from kode_nb.tools._schema_dialects import drop_strict_nulls, openai_strict_schema
@@ -68,12 +80,23 @@ _STOP_REASONS = {
 }
 
 
+_UNSET: Any = object()
+
+
 class OpenAIChatModel(HttpModel):
     """A Chat Completions model: OpenAI itself, or any server speaking its API.
 
-    ``api_key`` defaults to the ``api_key_env`` variable (``OPENAI_API_KEY`` for OpenAI), read at
-    the first request; ``api_key_env=None`` (local servers) sends no ``Authorization`` header.
-    ``strict=None`` means strict function calling for :data:`OPENAI_BASE_URL` only.
+    ``profile`` names the kind of server (see :data:`~kode_nb.models._profiles.PROFILES`:
+    ``openai``, ``azure``, ``ollama``, ``vllm``, ``llama-server``, ``llama-cpp-python``,
+    ``lmstudio``, ``openrouter``, ``gemini``, ``generic``); ``None`` detects it from
+    ``base_url``. The profile decides the defaults of ``strict``, ``max_tokens_field``,
+    ``stream_usage`` and the key's variable, and which quirks to absorb.
+
+    ``api_key`` defaults to the ``api_key_env`` variable (``OPENAI_API_KEY`` unless the profile
+    names another), read at the first request; ``api_key_env=None`` (local servers) sends no key.
+    ``tool_choice`` (``"auto"``, ``"required"``, ``"none"`` or a tool name) is sent whenever
+    tools are offered (``"auto"`` by default: some servers read a missing one as ``"none"``);
+    a request's ``ModelSettings.tool_choice`` wins. ``stream=False`` asks for whole answers.
     """
 
     provider = "openai"
@@ -84,18 +107,25 @@ class OpenAIChatModel(HttpModel):
         *,
         base_url: str = OPENAI_BASE_URL,
         api_key: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_env: str | None = _UNSET,
         http_client: httpx.AsyncClient | None = None,
         retry_base_delay: float = 0.5,
         retry_max_delay: float = 30.0,
         name: str | None = None,
         supports_images: bool = True,
-        max_tokens_field: str = "max_completion_tokens",
-        stream_usage: bool = True,
+        max_tokens_field: str | None = None,
+        stream_usage: bool | None = None,
         parallel_tool_calls: bool | None = None,
         extra_body: dict[str, Any] | None = None,
         strict: bool | None = None,
+        profile: str | None = None,
+        tool_choice: str | None = None,
+        stream: bool = True,
+        api_version: str | None = None,
     ) -> None:
+        found = detect_profile(base_url) if profile is None else get_profile(profile)
+        if api_key_env is _UNSET:
+            api_key_env = found.api_key_env or "OPENAI_API_KEY"
         super().__init__(
             model,
             base_url=base_url,
@@ -106,11 +136,13 @@ class OpenAIChatModel(HttpModel):
             retry_max_delay=retry_max_delay,
             name=name,
         )
+        self.profile = found
+        """The server profile in use (detected from ``base_url`` unless given)."""
         self.supports_images = supports_images
         """Send images as ``image_url`` parts (else as text placeholders)."""
-        self.max_tokens_field = max_tokens_field
+        self.max_tokens_field = max_tokens_field or found.max_tokens_field
         """``max_completion_tokens`` (OpenAI) or ``max_tokens`` (most compatible servers)."""
-        self.stream_usage = stream_usage
+        self.stream_usage = found.stream_usage if stream_usage is None else stream_usage
         """Ask for usage in the final chunk (``stream_options.include_usage``)."""
         self.parallel_tool_calls = parallel_tool_calls
         """Sent as ``parallel_tool_calls`` when not ``None`` (and tools are offered)."""
@@ -120,21 +152,81 @@ class OpenAIChatModel(HttpModel):
             raise ConfigurationError(
                 f"{self.name}: strict must be True, False or None, got {strict!r}"
             )
-        self.strict = self.base_url == OPENAI_BASE_URL if strict is None else strict
+        self.strict = found.strict if strict is None else strict
         """Offer tools in OpenAI strict mode where their schema allows (see the module docstring)."""
+        if tool_choice is not None:
+            tool_choice = check_tool_choice(tool_choice, self.name)
+        self.tool_choice = tool_choice
+        """The default ``tool_choice`` (``None``: ``"auto"``)."""
+        if not isinstance(stream, bool):
+            raise ConfigurationError(f"{self.name}: stream must be True or False, got {stream!r}")
+        self.stream_answers = stream
+        """Ask for streamed answers (``False``: whole JSON answers)."""
+        self.api_version = api_version or found.api_version
+        """Sent as the ``api-version`` query parameter (Azure)."""
+        self.no_stream_with_tools = not found.stream_tools
+        """Requests offering tools go unstreamed (the profile says so, or the server answered a
+        streamed one with nothing)."""
 
-    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+    def __repr__(self) -> str:  # never shows the key
+        return (
+            f"OpenAIChatModel(name={self.name!r}, base_url={self.base_url!r}, "
+            f"profile={self.profile.name!r}, tool_choice={self.tool_choice or 'auto'!r}, "
+            f"stream={self.stream_answers!r})"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The model's settings as a plain dict (for traces and views)."""
+        return {
+            "name": self.name,
+            "profile": self.profile.name,
+            "tool_choice": self.tool_choice or "auto",
+            "stream": self.stream_answers,
+            "stream_with_tools": self.stream_answers and not self.no_stream_with_tools,
+        }
+
+    def _tool_choice(self, request: ModelRequest) -> tuple[Any, str | None]:
+        """``(value to send or None, notice)`` for the request's tool choice."""
+        choice = request.settings.tool_choice or self.tool_choice or "auto"
+        form = choice if choice in TOOL_CHOICES else "named"
+        if form == "named" and choice not in {spec.name for spec in request.tools}:
+            raise ConfigurationError(
+                f"{self.name}: tool_choice {choice!r} names no offered tool; offered: "
+                f"{', '.join(spec.name for spec in request.tools) or 'none'}"
+            )
+        if form not in self.profile.tool_choices:
+            return None, (
+                f"tool_choice {choice!r} is not supported by {self.profile.title}; not sent"
+            )
+        if form == "named":
+            return {"type": "function", "function": {"name": choice}}, None
+        return choice, None
+
+    def wants_stream(self, request: ModelRequest) -> bool:
+        """Whether ``request`` goes out streamed."""
+        if not self.stream_answers:
+            return False
+        if request.tools and self.no_stream_with_tools:
+            choice = request.settings.tool_choice or self.tool_choice or "auto"
+            return choice == "none" or choice not in TOOL_CHOICES  # forced calls stream fine
+        return True
+
+    def request_body(self, request: ModelRequest, *, stream: bool | None = None) -> dict[str, Any]:
         """The JSON body for ``request`` (public for inspection and tests)."""
+        streamed = self.wants_stream(request) if stream is None else stream
         body: dict[str, Any] = {
             "model": self.model,
             "messages": openai_messages(request, images=self.supports_images),
-            "stream": True,
+            "stream": streamed,
         }
-        if self.stream_usage:
+        if streamed and self.stream_usage:
             body["stream_options"] = {"include_usage": True}
         if request.tools:
             body["tools"] = openai_tools(request, strict=self.strict)
-            if self.parallel_tool_calls is not None:
+            choice, _ = self._tool_choice(request)
+            if choice is not None:
+                body["tool_choice"] = choice
+            if self.parallel_tool_calls is not None and self.profile.parallel_tool_calls:
                 body["parallel_tool_calls"] = self.parallel_tool_calls
         settings = request.settings
         if settings.temperature is not None:
@@ -151,28 +243,89 @@ class OpenAIChatModel(HttpModel):
         key = self._key()
         headers = {"Accept": "text/event-stream"}
         if key:
-            headers["Authorization"] = f"Bearer {key}"
+            if self.profile.api_key_header.lower() == "authorization":
+                headers["Authorization"] = f"Bearer {key}"
+            else:
+                headers[self.profile.api_key_header] = key
+        if request.tools:
+            _, notice = self._tool_choice(request)
+            if notice:
+                yield Notice(text=notice)
         body = self.request_body(request)
+        streamed = bool(body.get("stream"))
+        if request.tools and self.no_stream_with_tools and not streamed and self.stream_answers:
+            yield Notice(text=f"{self.profile.title} does not stream answers with tools; "
+                         "asked for a whole answer")  # fmt: skip
         state = _StreamState(strict=_strict_schemas(request, body))
+        outcome: list[str] = []
+        async for event in self._exchange(body, headers, key, request, state, outcome):
+            yield event
+        if outcome == ["empty"]:  # a streamed request answered with nothing at all
+            if request.tools:
+                self.no_stream_with_tools = True
+            yield Notice(text="the server sent an empty answer to a streamed request; "
+                         "retried once without streaming")  # fmt: skip
+            body = self.request_body(request, stream=False)
+            streamed = False
+            state = _StreamState(strict=_strict_schemas(request, body))
+            outcome.clear()
+            async for event in self._exchange(body, headers, key, request, state, outcome):
+                yield event
+            if outcome == ["empty"]:
+                raise ModelProtocolError(
+                    f"{self.name}: the server answered with an empty body, streamed and not "
+                    "streamed; check the server's log"
+                )
+        if outcome == ["json"] and streamed:
+            yield Notice(text="the server answered a streamed request with a whole JSON answer")
+        for part in state.pending_calls():
+            yield part
+        yield state.usage  # None counts when the server sent none: shown as unknown, never 0
+        yield Finish(stop_reason=state.stop_reason())
+
+    async def _exchange(
+        self,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        key: str | None,
+        request: ModelRequest,
+        state: _StreamState,
+        outcome: list[str],
+    ) -> AsyncIterator[ModelEvent]:
+        """One request; its text and completed calls are yielded, the rest stays in ``state``;
+        ``outcome`` gets ``"empty"`` (no events at all), ``"json"`` or ``"stream"``."""
+        params = {"api-version": self.api_version} if self.api_version else None
         done = False
-        sse = self._sse("/chat/completions", body, headers, request.settings, [key or ""])
+        sse = self._sse(
+            "/chat/completions", body, headers, request.settings, [key or ""], params=params
+        )
         async with aclosing(sse) as events:  # closes the response at [DONE] and on errors
             async for event in events:
+                if event.event == "json":
+                    text = event.data.strip()
+                    if not text:
+                        outcome.append("empty")
+                        return
+                    payload = parse_json(text, "answer", self.name)
+                    for out in state.feed_whole(payload, self.name):
+                        yield out
+                    outcome.append("json")
+                    return
                 if event.data.strip() == "[DONE]":
                     done = True
                     break
                 chunk = parse_json(event.data, "stream chunk", self.name)
                 for out in state.feed(chunk, self.name):
                     yield out
+        if state.chunks == 0 and not done:
+            outcome.append("empty")
+            return
         if not done:
             raise ModelProtocolError(
                 f"{self.name}: the response stream ended before 'data: [DONE]' "
                 f"(after {state.chunks} chunk(s)); the answer is incomplete"
             )
-        for part in state.pending_calls():
-            yield part
-        yield state.usage
-        yield Finish(stop_reason=state.stop_reason())
+        outcome.append("stream")
 
 
 @dataclass
@@ -200,12 +353,7 @@ class _StreamState:
             error = chunk["error"]
             message = error.get("message", error) if isinstance(error, dict) else error
             raise ModelProtocolError(f"{model}: the stream reported an error: {message}")
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            self.usage = UsageInfo(
-                input_tokens=int(usage.get("prompt_tokens") or 0),
-                output_tokens=int(usage.get("completion_tokens") or 0),
-            )
+        self._usage(chunk.get("usage"))
         out: list[ModelEvent] = []
         choices = chunk.get("choices") or []
         if not choices or not isinstance(choices[0], dict):
@@ -220,6 +368,42 @@ class _StreamState:
         if choice.get("finish_reason"):
             self.finish_reason = str(choice["finish_reason"])
             out.extend(self.pending_calls())
+        return out
+
+    def _usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            self.usage = UsageInfo(
+                input_tokens=_count(usage.get("prompt_tokens")),
+                output_tokens=_count(usage.get("completion_tokens")),
+            )
+
+    def feed_whole(self, payload: Any, model: str) -> list[ModelEvent]:
+        """A non-streamed answer (``choices[0].message``) as the same events."""
+        if not isinstance(payload, dict):
+            raise ModelProtocolError(
+                f"{model}: expected a JSON object answer, got {payload!r:.200}"
+            )
+        if payload.get("error"):
+            error = payload["error"]
+            message = error.get("message", error) if isinstance(error, dict) else error
+            raise ModelProtocolError(f"{model}: the server reported an error: {message}")
+        self.chunks += 1
+        self._usage(payload.get("usage"))
+        choices = payload.get("choices") or []
+        if not choices or not isinstance(choices[0], dict):
+            raise ModelProtocolError(f"{model}: the answer has no choices: {payload!r:.200}")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        out: list[ModelEvent] = []
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and content:
+            out.append(TextChunk(text=content))
+        for index, call in enumerate((message.get("tool_calls") or []) if message else []):
+            if isinstance(call, dict):
+                self._add_fragment({**call, "index": index})
+        if choice.get("finish_reason"):
+            self.finish_reason = str(choice["finish_reason"])
+        out.extend(self.pending_calls())
         return out
 
     def _add_fragment(self, fragment: Any) -> None:
@@ -261,6 +445,13 @@ class _StreamState:
         if self.calls and reason == "end_turn":  # Ollama and others say "stop" with tool calls
             return "tool_calls"
         return reason
+
+
+def _count(value: Any) -> int | None:
+    """A token count as sent, ``None`` when absent or not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
 
 
 # --------------------------------------------------------------------------- conversion
@@ -336,8 +527,7 @@ def openai_messages(request: ModelRequest, *, images: bool = True) -> list[dict[
 
 def _assistant(message: AssistantMessage) -> dict[str, Any]:
     entry: dict[str, Any] = {"role": "assistant", "content": message.text}
-    if message.tool_calls:
-        entry["content"] = message.text or None
+    if message.tool_calls:  # "" rather than null: some servers answer null with HTTP 500
         entry["tool_calls"] = [
             {
                 "id": c.id,

@@ -85,7 +85,6 @@ def resolve_model(spec: str | Model, **options: Any) -> Model:
             "base_url": base_url,
             "api_key_env": None,
             "name": f"openai-compatible:{base_url}#{model.strip()}",
-            "max_tokens_field": "max_tokens",
         }
         return _build(OpenAIChatModel, spec, {**defaults, **options})
     close = difflib.get_close_matches(prefix, _PREFIXES, n=1)

@@ -8,15 +8,25 @@ approval, execution, events, traces — for any set of tools::
     turn 2   answer with a summary of the calls and their results
 
 It is stateless: it looks at the conversation since the last user message, so one instance can
-serve many runs. Arguments are deterministic for a given ``seed`` (and tool name).
+serve many runs. Arguments are deterministic for a given ``seed``, tool name and prompt.
+
+It follows the prompt where it can (:func:`prompt_hints`): a top-level argument whose ``enum``
+has a value the last user message mentions gets that value; a number or integer argument gets
+a number from the message that fits its bounds (a four-digit year for an argument named like
+``year``); a string argument gets a quoted string from the message. So "How did the north
+region do in 2024?" calls ``summarize_sales(region="north", year=2024)``. Anything the prompt
+does not settle is generated from the schema.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Sequence
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
+from kode_nb.errors import ToolDefinitionError, ToolValidationError
 from kode_nb.models._content import content_text
 from kode_nb.models._generate import SchemaGenerationError, generate_value
 from kode_nb.models.base import (
@@ -35,13 +45,16 @@ from kode_nb.models.base import (
 from kode_nb.models.errors import ModelError
 from kode_nb.models.scripted import count_words, split_words
 
-__all__ = ["TestModel", "generate_arguments"]
+__all__ = ["TestModel", "generate_arguments", "prompt_hints"]
 
 _RESULT_LIMIT = 200
 
 
-def generate_arguments(spec: ToolSpec, *, seed: int = 0, call: int = 0) -> dict[str, object]:
-    """Arguments for ``spec`` generated from its schema (deterministic in seed, name and call)."""
+def generate_arguments(
+    spec: ToolSpec, *, seed: int = 0, call: int = 0, prompt: str = ""
+) -> dict[str, object]:
+    """Arguments for ``spec``: what ``prompt`` settles (see :func:`prompt_hints`), the rest
+    generated from its schema (deterministic in seed, name, call and prompt)."""
     rng = random.Random(f"{seed}:{spec.name}:{call}")
     try:
         value = generate_value(spec.parameters, rng)
@@ -54,7 +67,24 @@ def generate_arguments(spec: ToolSpec, *, seed: int = 0, call: int = 0) -> dict[
             f"TestModel cannot generate arguments for tool '{spec.name}': its parameters schema "
             f"does not describe an object (generated {value!r})"
         )
+    hints = prompt_hints(spec.parameters, prompt) if prompt else {}
+    if hints and _valid(spec, {**value, **hints}):
+        value.update(hints)
     return value
+
+
+def _valid(spec: ToolSpec, arguments: dict[str, object]) -> bool:
+    """The arguments pass the tool's own validation (prompt hints never make a call invalid)."""
+    validator = spec.validator
+    try:
+        if validator is None:
+            from kode_nb.tools._raw_schema import schema_validator
+
+            validator = schema_validator(spec.parameters)
+        validator.validate(arguments, tool=spec.name)
+    except (ToolValidationError, ToolDefinitionError):
+        return False
+    return True
 
 
 class TestModel:
@@ -118,9 +148,12 @@ class TestModel:
         specs = [s for s in request.tools if self.tools is None or s.name in self.tools]
         parts: list[ToolCallPart] = []
         position = len(request.messages)
+        prompt = next(
+            (m.content for m in reversed(request.messages) if isinstance(m, UserMessage)), ""
+        )
         for spec in specs:
             for k in range(self.calls_per_tool):
-                args = generate_arguments(spec, seed=self.seed, call=k)
+                args = generate_arguments(spec, seed=self.seed, call=k, prompt=prompt)
                 parts.append(
                     ToolCallPart(
                         id=f"test-{position}-{len(parts) + 1}",
@@ -129,6 +162,110 @@ class TestModel:
                     )
                 )
         return parts
+
+
+_QUOTED = re.compile(r"\"([^\"]{1,200})\"|'([^']{1,200})'|“([^”]{1,200})”")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def prompt_hints(schema: Mapping[str, Any], prompt: str) -> dict[str, Any]:
+    """Top-level arguments ``prompt`` settles: mentioned enum values, fitting numbers, quoted
+    strings (each used once, in the order the properties are declared)."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return {}
+    lowered = prompt.lower()
+    numbers = [m.group(0) for m in _NUMBER.finditer(prompt)]
+    quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(prompt)]
+    used_numbers: set[int] = set()
+    used_quotes: set[int] = set()
+    hints: dict[str, Any] = {}
+    for name, sub in props.items():
+        if not isinstance(sub, Mapping):
+            continue
+        sub = _non_null(sub)
+        enum = sub.get("enum")
+        if isinstance(enum, list):
+            found = [v for v in enum if isinstance(v, str) and _mentions(lowered, v.lower())]
+            found += [v for v in enum if _is_number(v) and str(v) in numbers]
+            if found:
+                hints[name] = found[0]
+            continue
+        kind = sub.get("type")
+        if kind in ("integer", "number"):
+            value = _pick_number(name, sub, numbers, used_numbers, integer=kind == "integer")
+            if value is not None:
+                hints[name] = value
+        elif kind == "string" and not sub.get("format") and not sub.get("pattern"):
+            for i, text in enumerate(quoted):
+                if i not in used_quotes and _length_fits(sub, text):
+                    used_quotes.add(i)
+                    hints[name] = text
+                    break
+    return hints
+
+
+def _non_null(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``Optional[X]`` (``anyOf: [X, null]``) as ``X``."""
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(options, list):
+        real = [o for o in options if isinstance(o, Mapping) and o.get("type") != "null"]
+        if len(real) == 1:
+            return {**schema, **real[0]}
+    return schema
+
+
+def _mentions(text: str, word: str) -> bool:
+    return bool(word) and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) is not None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _pick_number(
+    name: str, schema: Mapping[str, Any], numbers: list[str], used: set[int], *, integer: bool
+) -> int | float | None:
+    order = list(range(len(numbers)))
+    if "year" in name.lower():  # a year argument prefers a four-digit number
+        order.sort(key=lambda i: len(numbers[i].lstrip("-")) != 4)
+    for i in order:
+        if i in used:
+            continue
+        text = numbers[i]
+        if integer and "." in text:
+            continue
+        value: int | float = int(text) if "." not in text else float(text)
+        if _in_bounds(schema, value):
+            used.add(i)
+            return value
+    return None
+
+
+def _in_bounds(schema: Mapping[str, Any], value: float) -> bool:
+    def bound(key: str) -> float | None:
+        found = schema.get(key)
+        return (
+            float(found)
+            if isinstance(found, (int, float)) and not isinstance(found, bool)
+            else None
+        )
+
+    lo, hi = bound("minimum"), bound("maximum")
+    xlo, xhi = bound("exclusiveMinimum"), bound("exclusiveMaximum")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        return False
+    if (xlo is not None and value <= xlo) or (xhi is not None and value >= xhi):
+        return False
+    step = schema.get("multipleOf")
+    return not (_is_number(step) and step and (value / step) % 1)
+
+
+def _length_fits(schema: Mapping[str, Any], text: str) -> bool:
+    lo, hi = schema.get("minLength"), schema.get("maxLength")
+    if isinstance(lo, int) and len(text) < lo:
+        return False
+    return not (isinstance(hi, int) and len(text) > hi)
 
 
 def _since_last_user(request: ModelRequest) -> tuple[object, ...]:

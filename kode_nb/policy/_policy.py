@@ -19,7 +19,11 @@ is still *ask* into *auto* or *deny* (``ask``, the default, leaves it to the app
 
 Paths. :func:`resolve_allowed_path` resolves a path (``~``, relative to the first root,
 symlinks and ``..`` resolved, also for files that do not exist yet) and refuses anything
-outside every allowed root with :class:`~kode_nb.errors.ToolPermissionError`.
+outside every allowed root with :class:`~kode_nb.errors.ToolPermissionError`. Roots are
+resolved once, when they are set (``allowed_paths=``, :meth:`Policy.add_path`). A resolved path
+string can be raced (another process swapping a directory for a symlink before it is opened),
+so the built-in file tools and ``exec``'s ``cwd`` do not use it: they resolve every path from
+an open handle on the root (``kode_nb/builtins/_confine.py``).
 """
 
 from __future__ import annotations

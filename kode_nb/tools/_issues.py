@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kode_nb._finite import NOT_FINITE
 from kode_nb.errors import FieldIssue, _json_type
 
 __all__ = [
@@ -111,7 +112,9 @@ def pydantic_issues(
             issues.append(FieldIssue(path=path, message=message, received=error["input"]))
             continue
         expected = _EXPECTED_BY_ERROR.get(kind)
-        if expected is not None:
+        if kind == "finite_number":
+            expected, message = "number", NOT_FINITE
+        elif expected is not None:
             message = f"expected {expected}"
         elif kind in ("literal_error", "enum") and "expected" in ctx:
             expected = str(ctx["expected"])
@@ -164,6 +167,9 @@ def _merge_union_branches(issues: list[FieldIssue]) -> list[FieldIssue]:
     for (path, _missing), group in by_path.items():
         if len(group) == 1:
             merged.append(group[0])
+            continue
+        if any(i.message == NOT_FINITE for i in group):  # a number, but not a finite one
+            merged.append(next(i for i in group if i.message == NOT_FINITE))
             continue
         expected = list(dict.fromkeys(i.expected for i in group if i.expected))
         if "number" in expected and "integer" in expected:

@@ -21,7 +21,7 @@ from kode_nb.tools._validation import ConfigArgsValidator, JsonSchemaValidator
 
 __all__ = ["input_config_schema", "input_config_validator", "schema_validator"]
 
-_CONFIG = ConfigDict(extra="forbid")
+_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def schema_validator(schema: Mapping[str, Any]) -> JsonSchemaValidator:

@@ -244,7 +244,8 @@ def _field(param: ParamInfo) -> tuple[Any, FieldInfo]:
     return annotation, Field(default, alias=param.name)
 
 
-_CONFIG = ConfigDict(extra="forbid", defer_build=False)
+_CONFIG = ConfigDict(extra="forbid", defer_build=False, allow_inf_nan=False)
+"""NaN/Infinity need an opt-in (see :mod:`kode_nb._finite`)."""
 
 
 def _create_model(

@@ -125,6 +125,8 @@ def _field(annotation: Any) -> _Field | None:
     except TypeError:  # unhashable: not a simple type
         return None
     if atom is not None:
+        if atom[1] == "float":  # NaN/Infinity need an opt-in (kode_nb._finite): the model path
+            return {"type": "number"}, {"type": "float", "allow_inf_nan": False}
         return {"type": atom[0]}, {"type": atom[1]}
     if annotation is Any:
         return {}, {"type": "any"}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import SchemaValidator, from_json, to_jsonable_python
 
+from kode_nb._finite import non_finite_issues
 from kode_nb.errors import FieldIssue, ToolValidationError
 from kode_nb.tools._issues import (
     jsonschema_issues,
@@ -92,6 +93,16 @@ class _PydanticValidator(_CoreValidator):
         """The pydantic model the arguments are validated with."""
         self.schema = schema
         self._validator = model.__pydantic_validator__
+        self._numbers = '"number"' in json.dumps(schema)
+        """Whether any argument can be a float (only then are models' floats checked)."""
+
+    def _instance(self, raw: _RawArgs, tool: str) -> Any:
+        instance = super()._instance(raw, tool)
+        if self._numbers:
+            issues = non_finite_issues(instance, models_only=True)
+            if issues:
+                raise ToolValidationError(tool, issues)
+        return instance
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model.__name__})"
@@ -285,6 +296,9 @@ class JsonSchemaValidator:
         errors = list(self._validator.iter_errors(args))
         if errors:
             raise ToolValidationError(tool, jsonschema_issues(errors, self.schema))
+        not_finite = non_finite_issues(args)
+        if not_finite:
+            raise ToolValidationError(tool, not_finite)
         for name, default in self._defaults.items():
             if name not in args:
                 args[name] = copy.deepcopy(default)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from kode_nb._redact import redact_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
-from kode_nb.ui.trace_html import trace_html, trace_text
+from kode_nb.ui.trace_html import token_text, trace_html, trace_text, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -27,6 +28,7 @@ _CODE = "background:var(--jp-layout-color2,#f0f0f0);padding:0 3px;border-radius:
 
 def markdown_html(text: str) -> str:
     """``text`` as HTML from markdown (raw HTML in it is escaped), or escaped text."""
+    text = redact_text(text)
     try:
         import mistune
 
@@ -37,10 +39,10 @@ def markdown_html(text: str) -> str:
         return f'<div style="white-space:pre-wrap">{esc(text)}</div>'
 
 
-def run_summary(agent: str, status: str, turns: int, tokens: tuple[int, int]) -> str:
+def run_summary(agent: str, status: str, turns: int, tokens: tuple[int | None, int | None]) -> str:
     """One plain line about a run (the ``text/plain`` of its view)."""
     label = "running" if status == "running" else status
-    return f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {tokens[0]} in / {tokens[1]} out tokens"
+    return f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {token_text(tokens)}"
 
 
 def answer_html(result: AgentRunResult) -> str:
@@ -68,7 +70,7 @@ class StaticRunView:
         self.style = style
         self.status = "running"
         self.turns = 0
-        self.tokens = (0, 0)
+        self.tokens: tuple[int | None, int | None] = (0, 0)  # no model call yet
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
@@ -92,10 +94,7 @@ class StaticRunView:
                 line = "\n".join(f"{pad}  {t}" for t in text.splitlines())
             if event.depth == 0:
                 usage = event.usage
-                self.tokens = (
-                    self.tokens[0] + usage.input_tokens,
-                    self.tokens[1] + usage.output_tokens,
-                )
+                self.tokens = usage_total(self.tokens, usage, first=self.turns == 0)
                 self.turns = event.turn
         elif kind == "tool_calls_requested":
             line = "\n".join(f"{pad}  → {c.name} {c.arguments}" for c in event.calls)
@@ -113,6 +112,7 @@ class StaticRunView:
         """Streamed tool output is shown in the result; nothing to do here."""
 
     def _log(self, line: str) -> None:
+        line = redact_text(line)
         self.lines.append(line)
         if self.style == "text":
             print(line)
@@ -152,8 +152,8 @@ class StaticRunView:
         line = run_summary(self.agent, self.status, self.turns, self.tokens)
         if self.result is not None:
             body = str(self.result.output) if self.result.ok else str(self.result.error)
-            return f"{line}\n{body}"
-        return f"{line}\n{self.error}" if self.error else line
+            return redact_text(f"{line}\n{body}")
+        return redact_text(f"{line}\n{self.error}") if self.error else line
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         parts = [f"<div><b>{esc(self.agent)}</b> {esc(self.status)}</div>"]

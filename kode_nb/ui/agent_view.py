@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from kode_nb._redact import redact_text
 from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
-from kode_nb.ui.trace_html import trace_html
+from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -118,7 +119,8 @@ class RunView(W.VBox):  # type: ignore[misc]
         self.root: RunView = root if root is not None else self
         self.status = "running"
         self.turns = 0
-        self.tokens = (0, 0)
+        self.tokens: tuple[int | None, int | None] = (0, 0)  # no model call yet
+        self.responded = False
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
@@ -189,10 +191,8 @@ class RunView(W.VBox):  # type: ignore[misc]
         elif kind == "model_responded":
             self._coalescer.flush()
             usage = event.usage
-            self.tokens = (
-                self.tokens[0] + usage.input_tokens,
-                self.tokens[1] + usage.output_tokens,
-            )
+            self.tokens = usage_total(self.tokens, usage, first=not self.responded)
+            self.responded = True
         elif kind == "tool_calls_requested":
             self._add_rows(event.calls)
         elif kind == "tool_call_finished":
@@ -322,8 +322,8 @@ class RunView(W.VBox):  # type: ignore[misc]
             state = f"{status_badge('ok' if self.status in _STATUS_OK else 'error', self.status.replace('_', ' '))} {took}"
         return (
             f"{_AGENT_BADGE} <b>{esc(self.agent)}</b> <code>{esc(self.model)}</code> {state}"
-            f' <span style="{MUTED}">turn {self.turns} · {self.tokens[0]} in / {self.tokens[1]}'
-            f' out tokens</span> <small style="{MUTED}">{esc(self.run_id)}</small>'
+            f' <span style="{MUTED}">turn {self.turns} · {token_text(self.tokens)}'
+            f'</span> <small style="{MUTED}">{esc(self.run_id)}</small>'
         )
 
     @property
@@ -355,9 +355,11 @@ class RunView(W.VBox):  # type: ignore[misc]
     def text_summary(self) -> str:
         line = run_summary(self.agent, self.status, self.turns, self.tokens) + f" ({self.run_id})"
         if self.result is not None and self.result.ok:
-            return f"{line}\n{self.result.output}"
+            return redact_text(f"{line}\n{self.result.output}")
         if self.result is not None or self.error:
-            return f"{line}\n{self.result.error if self.result is not None else self.error}"
+            return redact_text(
+                f"{line}\n{self.result.error if self.result is not None else self.error}"
+            )
         return line
 
     def show(self) -> None:

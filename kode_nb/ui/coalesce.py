@@ -1,11 +1,13 @@
 """Coalescing of streamed updates: many cheap pushes in, a few flushes out.
 
 A tool may call ``on_update`` 100,000 times; a browser can draw ~20 updates a second and the
-Jupyter server stops IOPub above ~1,000 messages a second (its default
-``iopub_msg_rate_limit``). A :class:`Coalescer` takes text chunks from any thread at O(1) cost
-and hands the concatenation of everything new to ``sink`` on the event loop, at most ``rate``
-times a second, plus one guaranteed final flush from :meth:`Coalescer.close`. The sink therefore
-sees every character exactly once, in order.
+Jupyter server stops IOPub above ~1,000 messages a second (its default ``iopub_msg_rate_limit``). A
+:class:`Coalescer` takes text chunks from any thread at O(1) cost and hands the concatenation
+of everything new to ``sink`` on the event loop, at most ``rate`` times a second, plus one
+guaranteed final flush from :meth:`Coalescer.close`. The sink therefore sees every character
+exactly once, in order, except secrets, which it sees as ``[REDACTED]``
+(:func:`kode_nb._redact.redact_stream`: a tail that may begin a known secret waits for the next
+flush, so a secret split across chunks is never sent in parts).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from kode_nb._redact import redact_stream
 
 __all__ = ["Coalescer", "update_text"]
 
@@ -55,6 +59,8 @@ class Coalescer:
         self._loop_thread = threading.get_ident()
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        self._held = ""
+        """Streamed text that may be the start of a secret: sent with the next flush."""
         self._scheduled = False
         self._closed = False
         self._timer: asyncio.TimerHandle | None = None
@@ -96,14 +102,17 @@ class Coalescer:
             data = "".join(self._pending)
             self._pending.clear()
             self._scheduled = False
+            final = self._closed
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._last_flush = time.monotonic()
-        if data:
-            self.flushes += 1
+        if data or (final and self._held):
             self.size += len(data)
-            self.sink(data)
+            shown, self._held = redact_stream(self._held + data, final=final)
+            if shown:
+                self.flushes += 1
+                self.sink(shown)
 
     def close(self) -> None:
         """The final flush; later pushes are ignored."""

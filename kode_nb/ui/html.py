@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kode_nb._redact import redact, redact_text
+
 if TYPE_CHECKING:
     from kode_nb.types import ToolResult
 
@@ -67,15 +69,20 @@ TD = "padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px solid
 
 
 def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as HTML text, secrets redacted (:func:`kode_nb._redact.redact_text`)."""
+    return html.escape(redact_text(str(value)), quote=True)
 
 
-def pretty_json(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+def pretty_json(data: Any, *, redacted: bool = True) -> str:
+    """``data`` as indented JSON, secrets redacted (by key name and by value); ``redacted=False``
+    for definitions such as schemas, where a key named ``token`` is a parameter, not a secret."""
+    shown = redact(data) if redacted else data
+    return json.dumps(shown, indent=2, ensure_ascii=False, default=str)
 
 
 def clip(text: str, limit: int = MAX_HTML_TEXT) -> str:
-    """The last ``limit`` characters of ``text``, saying how many were left out."""
+    """The last ``limit`` characters of ``text`` (secrets redacted), saying how many were left out."""
+    text = redact_text(text)
     if len(text) <= limit:
         return text
     return f"[… {len(text) - limit:,} earlier characters not shown]\n" + text[-limit:]
@@ -83,7 +90,8 @@ def clip(text: str, limit: int = MAX_HTML_TEXT) -> str:
 
 def clip_head(text: str, limit: int = MAX_HTML_TEXT) -> str:
     """The first ``limit`` characters of ``text`` (a result reads from its start), saying how
-    many were left out; the whole text stays in ``ToolResult.text``."""
+    many were left out; the whole text stays in ``ToolResult.text``. Secrets are redacted."""
+    text = redact_text(text)
     if len(text) <= limit:
         return text
     return (
@@ -214,7 +222,7 @@ def _event_fields(event: Any) -> dict[str, Any]:
 
 
 def event_text(event: Any) -> str:
-    extra = " ".join(f"{k}={v!r}" for k, v in _event_fields(event).items())
+    extra = " ".join(f"{k}={v!r}" for k, v in redact(_event_fields(event)).items())
     return f"{event.type} {event.tool} call={event.call_id}" + (f" {extra}" if extra else "")
 
 
@@ -287,7 +295,7 @@ def approval_text(request: Any) -> str:
         f" — {request.reason}" if request.reason else ""
     )
     text += "\n" + pretty_json(dict(request.arguments))
-    return text + (f"\n{request.preview}" if request.preview else "")
+    return redact_text(text + (f"\n{request.preview}" if request.preview else ""))
 
 
 def diff_html(preview: str) -> str:

@@ -172,7 +172,7 @@ def tool_summary_html(tool: Tool) -> str:
 
 def schema_block_html(tool: Tool, fmt: str) -> str:
     data = export_tool(tool, fmt)
-    body = data if isinstance(data, str) else pretty_json(data)
+    body = data if isinstance(data, str) else pretty_json(data, redacted=False)
     return f'<pre style="{PRE}">{esc(body)}</pre>'
 
 

@@ -19,7 +19,7 @@ from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
 if TYPE_CHECKING:
     from kode_nb.agents.trace import Span, Trace
 
-__all__ = ["TraceDisplay", "span_tokens", "trace_html", "trace_text"]
+__all__ = ["TraceDisplay", "span_tokens", "token_text", "trace_html", "trace_text", "usage_total"]
 
 _ICONS = {"run": "agent", "turn": "", "model_call": "model", "tool_call": "tool"}
 _MUTED = "color:var(--jp-ui-font-color2,#666)"
@@ -27,12 +27,40 @@ _TEXT_LIMIT = 4000
 """Characters of one value shown in the HTML (the tail is kept; the JSON has everything)."""
 
 
-def span_tokens(span: Span) -> tuple[int, int] | None:
-    """``(input, output)`` tokens of a model call, or of a run (its own model calls)."""
+def token_text(tokens: tuple[int | None, int | None]) -> str:
+    """``"12 in / 7 out tokens"``; a count the server did not send is ``unknown``, never 0."""
+    if tokens[0] is None and tokens[1] is None:
+        return "tokens unknown"
+    shown = ["unknown" if n is None else str(n) for n in tokens]
+    return f"{shown[0]} in / {shown[1]} out tokens"
+
+
+def usage_total(
+    tokens: tuple[int | None, int | None], usage: Any, *, first: bool
+) -> tuple[int | None, int | None]:
+    """``tokens`` plus one model call's ``usage``; the first call's counts replace the
+    starting zeros, so a server that sends none shows unknown."""
+    if first:
+        return usage.input_tokens, usage.output_tokens
+    return _add(tokens[0], usage.input_tokens), _add(tokens[1], usage.output_tokens)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    """``a + b`` where known; ``None`` only when both are unknown."""
+    return b if a is None else a if b is None else a + b
+
+
+def span_tokens(span: Span) -> tuple[int | None, int | None] | None:
+    """``(input, output)`` tokens of a model call, or of a run (its own model calls); a count
+    the server did not send is ``None``."""
     usage = span.attributes.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+    return _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None or isinstance(value, bool) else int(value)
 
 
 def _status(span: Span) -> str:
@@ -52,7 +80,7 @@ def _summary(span: Span) -> str:
     ]
     tokens = span_tokens(span)
     if tokens is not None:
-        parts.append(f'<span style="{_MUTED}">{tokens[0]} in / {tokens[1]} out tokens</span>')
+        parts.append(f'<span style="{_MUTED}">{token_text(tokens)}</span>')
     return " ".join(parts)
 
 
@@ -140,7 +168,7 @@ def _line(span: Span) -> str:
     tokens = span_tokens(span)
     text = f"{span.name} [{span.status}] {_duration(span)}"
     if tokens is not None:
-        text += f" · {tokens[0]} in / {tokens[1]} out tokens"
+        text += f" · {token_text(tokens)}"
     a = span.attributes
     if span.kind == "tool_call":
         args = json.dumps(a.get("arguments", {}), ensure_ascii=False)

@@ -540,3 +540,112 @@ async def test_a_nested_run_is_traced_under_the_parents_tool_call(math: ToolRegi
     by_id = {s["span_id"]: s for s in otel}
     inner = next(s for s in otel if s["name"] == "invoke_agent researcher")
     assert by_id[inner["parent_span_id"]]["name"] == "execute_tool researcher"
+
+
+# --------------------------------------------------------------------------- the caller's policy
+
+
+class Task(BaseModel):
+    task: str
+
+
+def _helper_registry(tmp_path: Any, registry: ToolRegistry) -> tuple[list[str], Any, Any]:
+    """``parent_denied`` (records each run), the fs built-ins, a root and a secret file outside."""
+    from kode_nb.builtins import register_builtins
+
+    ran: list[str] = []
+
+    def parent_denied(target: str) -> str:
+        """Does something the caller's policy denies."""
+        ran.append(target)
+        return "ran"
+
+    define_tool(parent_denied)
+    register_builtins(registry, ["fs"])
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "inside.txt").write_text("inside text")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE-SECRET-CONTENT")
+    return ran, root, outside
+
+
+def _helper(child: Any) -> AgentDefinition:
+    return AgentDefinition(
+        name="helper", description="Helps.", system_prompt="Help.", input_model=Task,
+        tools=["parent_denied", "read_file"], model=child,
+    )  # fmt: skip
+
+
+async def test_a_subagent_called_through_an_executor_keeps_its_policy(
+    registry: ToolRegistry, tmp_path: Any
+) -> None:
+    ran, root, outside = _helper_registry(tmp_path, registry)
+    child = LaxModel(
+        [[("parent_denied", {"target": "x"}), ("read_file", {"path": str(outside)}),
+          ("read_file", {"path": "inside.txt"})], "done"]
+    )  # fmt: skip
+    register_subagent(_helper(child))
+    executor = Executor(policy=Policy(deny=["parent_denied"], allowed_paths=[root]))
+    result = await executor.call("helper", {"task": "go"})
+    assert result.status == "ok", result.text
+    assert ran == []
+    assert [s.name for s in child.requests[0].tools] == ["read_file"]
+    denied, escaped, inside = tool_texts(child.requests[1].messages)
+    assert "denied for the parent agent (denied by 'parent_denied')" in denied
+    assert "outside the allowed paths" in escaped
+    assert "OUTSIDE-SECRET-CONTENT" not in "".join(tool_texts(child.requests[1].messages))
+    assert "inside text" in inside
+
+
+async def test_a_subagent_inherits_the_calls_approver_and_headless_ask_is_deny(
+    registry: ToolRegistry,
+) -> None:
+    written: list[str] = []
+
+    def write_note(text: str) -> str:
+        """Write a note (an edit: asks first)."""
+        written.append(text)
+        return "written"
+
+    define_tool(write_note, kind="edit")
+    child = ScriptedModel([call("write_note", text="a"), "done"])
+    register_subagent(
+        AgentDefinition(name="helper", description="Helps.", system_prompt="Help.",
+                        input_model=Task, tools=["write_note"], model=child)
+    )  # fmt: skip
+    headless = Executor(policy=Policy())
+    result = await headless.call("helper", {"task": "go"})
+    assert written == []
+    assert result.status == "ok"
+    asked: list[str] = []
+
+    def approve(request: ApprovalRequest) -> bool:
+        asked.append(request.tool)
+        return True
+
+    child2 = ScriptedModel([call("write_note", text="c"), "done"])
+    register_subagent(
+        AgentDefinition(name="helper", description="Helps.", system_prompt="Help.",
+                        input_model=Task, tools=["write_note"], model=child2), replace=True,
+    )  # fmt: skip
+    await headless.call("helper", {"task": "go"}, approver=CallbackApprover(approve))
+    assert asked == ["write_note"]
+    assert written == ["c"]
+
+
+async def test_a_subagent_with_no_calling_executor_fails_closed(registry: ToolRegistry) -> None:
+    from kode_nb.types import ToolContext
+
+    child = ScriptedModel(["never"])
+    tool = subagent_tool(
+        AgentDefinition(name="helper", description="Helps.", system_prompt="Help.",
+                        input_model=Task, model=child)
+    )  # fmt: skip
+    result = await tool.function(
+        {"inputs": Task(task="x")}, ToolContext(tool="helper", call_id="c1")
+    )
+    assert result.is_error
+    assert result.details["unavailable"] is True
+    assert "no calling executor's policy is known" in result.text
+    assert child.requests == []

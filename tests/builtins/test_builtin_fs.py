@@ -11,7 +11,7 @@ import pytest
 from conftest import Call, data_of
 
 from kode_nb import ImageBlock, ToolContext, ToolRegistry
-from kode_nb.builtins import FsLimits, fs_tools, register_builtins
+from kode_nb.builtins import FsLimits, _files, fs_tools, register_builtins
 from kode_nb.errors import ConfigurationError, ToolError
 from kode_nb.types import TextBlock
 
@@ -240,17 +240,19 @@ async def test_write_encoding(call: Call, root: Path) -> None:
     assert "is a directory" in (await call("write_file", path="d", content="x")).text
 
 
-@pytest.mark.parametrize("failing", ["replace", "fsync"])
+@pytest.mark.parametrize("failing", ["rename", "fsync"])
 async def test_failed_write_leaves_the_original_and_no_temp_file(
     call: Call, root: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
     target = root / "keep.txt"
     target.write_text("original\n")
 
-    def boom(*args: object) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, failing, boom)
+    if failing == "rename":  # edits swap the new version in where they can
+        monkeypatch.setattr(_files, "exchange", boom)
     for result in (
         await call("write_file", path="keep.txt", content="new content\n"),
         await call("edit_file", path="keep.txt", old_string="original", new_string="edited"),

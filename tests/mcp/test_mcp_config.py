@@ -128,3 +128,12 @@ def test_reading_config_does_not_import_the_sdk() -> None:
     code = "import kode_nb, sys; kode_nb.default_registry(); print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_deeply_nested_config_file_is_a_configuration_error(tmp_path: Path) -> None:
+    from kode_nb import ConfigurationError
+
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 10_000 + "]" * 10_000 + "\n")
+    with pytest.raises(ConfigurationError, match="nests values too deeply"):
+        load_config(deep)

@@ -277,3 +277,52 @@ async def test_kode_nb_client_and_server_round_trip_over_stdio(registry: ToolReg
         )  # ...the server's policy still rules
         assert refused.is_error
         assert "denied" in refused.text.lower()
+
+
+async def test_a_served_subagent_runs_under_the_servers_executor_policy(tmp_path: Path) -> None:
+    from pydantic import BaseModel
+
+    from kode_nb import Policy, ToolResult
+    from kode_nb.agents import AgentDefinition, register_subagent
+    from kode_nb.builtins import register_builtins
+    from kode_nb.models import ScriptedModel, ToolResultMessage
+    from kode_nb.models.scripted import call
+
+    class Task(BaseModel):
+        task: str
+
+    registry = ToolRegistry(name="helpers")
+    ran: list[str] = []
+
+    def parent_denied(target: str) -> str:
+        """Does something the server's policy denies."""
+        ran.append(target)
+        return "ran"
+
+    define_tool(parent_denied, registry=registry)
+    register_builtins(registry, ["fs"])
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE-SECRET-CONTENT")
+    child = ScriptedModel([call("read_file", path=str(outside)), "done"])
+    helper = AgentDefinition(
+        name="helper", description="Helps.", system_prompt="Help.", input_model=Task,
+        tools=["parent_denied", "read_file"], model=child,
+    )  # fmt: skip
+    register_subagent(helper, registry=registry)
+    executor = Executor(registry, policy=Policy(deny=["parent_denied"], allowed_paths=[root]))
+    async with (
+        await serve(registry, tools=["helper"], executor=executor) as handle,
+        sdk_client(handle.url) as session,
+    ):
+        result = await session.call_tool("helper", {"task": "go"})
+    executor.close()
+    assert not result.is_error
+    assert ran == []
+    assert [spec.name for spec in child.requests[0].tools] == ["read_file"]
+    answer = child.requests[1].messages[-1]
+    assert isinstance(answer, ToolResultMessage)
+    text = ToolResult(content=answer.content).text
+    assert "outside the allowed paths" in text
+    assert "OUTSIDE-SECRET-CONTENT" not in text

@@ -29,7 +29,7 @@ from kode_nb.models import (
 from kode_nb.models.base import ModelEvent
 from kode_nb.types import ImageBlock, JsonBlock, TextBlock
 
-from ._mock import MockServer, drain, dropped, error, sse
+from ._mock import MockServer, drain, dropped, error, payload, sse
 
 pytestmark = pytest.mark.anyio
 
@@ -278,3 +278,32 @@ async def test_malformed_events(data: str, match: str) -> None:
     async with server.client() as client:
         with pytest.raises(ModelProtocolError, match=match):
             await events(model(client), request())
+
+
+async def test_a_whole_json_answer_is_read_like_a_stream() -> None:
+    import httpx
+
+    from kode_nb.models import AnthropicModel, ModelRequest, ToolSpec, UserMessage, collect
+
+    reply = httpx.Response(
+        200,
+        content=payload("anthropic_whole.json"),
+        headers={"content-type": "application/json"},
+    )
+    server = MockServer(reply)
+    spec = ToolSpec(name="get_weather", description="w", parameters={"type": "object"})
+    async with server.client() as client:
+        model = AnthropicModel(
+            "claude-sonnet-4-5", api_key="sk-ant-test-123456", http_client=client
+        )
+        response = await collect(
+            model.stream(
+                ModelRequest(system="", messages=(UserMessage(content="hi"),), tools=(spec,))
+            )
+        )
+    assert response.text == "Let me check."
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("get_weather", '{"city": "Paris"}')
+    ]
+    assert response.stop_reason == "tool_calls"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (412, 58)

@@ -98,6 +98,7 @@ async def test_plain_text_stream_and_request_body() -> None:
                 },
             }
         ],
+        "tool_choice": "auto",  # explicit: some servers read a missing one as "none"
     }
 
 
@@ -183,7 +184,7 @@ def test_message_conversion_with_tool_calls_results_and_images() -> None:
     messages = m.request_body(req)["messages"]
     assert messages[2] == {
         "role": "assistant",
-        "content": None,
+        "content": "",  # not null: llama-cpp-python answers null with HTTP 500
         "tool_calls": [
             {
                 "id": "c1",
