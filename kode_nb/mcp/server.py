@@ -30,7 +30,7 @@ What is served, and how:
   time; anything else gets ``401`` with ``WWW-Authenticate: Bearer``), because any local
   process (another user's too) can reach 127.0.0.1. ``handle.headers`` and
   ``handle.client_config()`` are what a client needs. The token is registered with
-  :func:`kode_nb._redact.register_secret`, so traces and event logs never show it (nor a stale one later). ``auth=False``
+  :func:`kode_nb._redact.register_secret` while it serves, so traces and event logs never show it. ``auth=False``
   turns this off (a warning is logged). The SDK's Host and Origin checks (against DNS
   rebinding from web pages) apply either way. Over stdio only the parent process can talk to
   the server, so there is no token;
@@ -61,7 +61,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from kode_nb import __version__
-from kode_nb._redact import register_secret
+from kode_nb._redact import register_secret, unregister_secret
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.mcp._announce import AnnouncingServer, ToolListAnnouncer
@@ -318,6 +318,8 @@ class McpServerHandle:
             self._loop.call_soon_threadsafe(self._stop_now)
 
     def _stop_now(self) -> None:
+        if self.token is not None:
+            unregister_secret(self.token)  # a stopped server's token opens nothing
         self._announcer.close()
         server = self._server
         server.should_exit = True

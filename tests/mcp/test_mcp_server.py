@@ -314,7 +314,7 @@ async def test_a_served_subagent_runs_under_the_servers_executor_policy(tmp_path
     executor = Executor(registry, policy=Policy(deny=["parent_denied"], allowed_paths=[root]))
     async with (
         await serve(registry, tools=["helper"], executor=executor) as handle,
-        sdk_client(handle.url) as session,
+        sdk_client(handle.url, handle.headers) as session,
     ):
         result = await session.call_tool("helper", {"task": "go"})
     executor.close()
