@@ -49,6 +49,7 @@ __all__ = [
     "redact_text",
     "redact_stream",
     "register_secret",
+    "unregister_secret",
 ]
 
 REDACTED = "[REDACTED]"
@@ -164,6 +165,16 @@ def register_secret(value: object) -> bool:
             _registered.add(value)
             _registered_sorted = sorted(_registered, key=len, reverse=True)
     return True
+
+
+def unregister_secret(value: object) -> None:
+    """Stop redacting ``value`` (given to :func:`register_secret`): for a credential that no
+    longer works, such as the token of an MCP server that was stopped."""
+    global _registered_sorted
+    with _registered_lock:
+        if value in _registered:
+            _registered.discard(value)
+            _registered_sorted = sorted(_registered, key=len, reverse=True)
 
 
 def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:

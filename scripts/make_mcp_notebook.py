@@ -7,8 +7,8 @@ exactly what the kernel sent (nbval checks them, strictly).
 Edit the cells here, not in the notebook file. The notebook starts ``notebooks/mcp_demo_server.py``
 as a subprocess (stdio), then serves its own tools on 127.0.0.1 and calls them with an MCP client
 in the same kernel. Connecting and serving return at once; the saved snapshot of a status line or
-a live view is the one taken when it was first shown. Ports and call ids are masked by
-notebooks/nbval-sanitize.cfg. The one approval is decided by ``srv.approve()`` when nobody clicks.
+a live view is the one taken when it was first shown. Ports, call ids and the server's
+bearer token are masked by notebooks/nbval-sanitize.cfg. The one approval is decided by ``srv.approve()`` when nobody clicks.
 """
 
 from __future__ import annotations
@@ -53,10 +53,18 @@ Servers listed in `kode_nb.toml` (`[mcp.servers.NAME]`) connect by themselves at
     (
         "md",
         """\
-Its tools are now kode_nb tools (category `mcp`); their kinds come from the server's annotations:
-read-only tools run at once, the destructive one asks first.""",
+Its tools are now kode_nb tools (category `mcp`); their kinds come from the server's annotations.
+Annotations are the server's *claims*, though (any server can call `drop_database` read-only), so
+until you trust a server every one of its tools asks first (`TRUSTED no`):""",
     ),
     ("py", "%mcp tools demo"),
+    (
+        "md",
+        """This demo server ships next to the notebook, so trust it: its read-only tools then run at once,
+and the destructive one still asks. (`trust = true` or `trusted_tools = [...]` in the config file
+does the same; `%mcp untrust demo` takes it back.)""",
+    ),
+    ("py", "%mcp trust demo"),
     (
         "md",
         """\
@@ -108,15 +116,17 @@ def save_note(title: str, text: str) -> str:
         "md",
         """\
 `%mcp serve` serves them (`--tools` takes name patterns; without it, every tool) over streamable
-HTTP on 127.0.0.1, from this kernel. Calls from MCP clients run through the notebook's executor —
+HTTP on 127.0.0.1, from this kernel. Any local process can reach that port, so clients must send
+a bearer token made for this server: the cell's output shows it, with a client config to copy
+(`srv.headers` holds it too). Calls from MCP clients run through the notebook's executor —
 policy, approval, timeouts — and each shows up **in this cell's output**, with its approval
-prompt. `%mcp stop` (or shutting the kernel down) frees the port.""",
+prompt. `%mcp stop` (or shutting the kernel down) frees the port, and the token dies with it.""",
     ),
     ("py", "srv = %mcp serve --tools shout save_note"),
     (
         "md",
         """\
-Any MCP client can now use `srv.url`. Here the client is kode_nb's own, in this same kernel, with
+Any MCP client can now use `srv.url` with `srv.headers`. Here the client is kode_nb's own, in this same kernel, with
 its own registry and executor. (The client approves automatically: the *server* side — this
 notebook — is where a person decides.)""",
     ),
@@ -127,7 +137,7 @@ from kode_nb import AutoApprove, Executor, ToolRegistry
 from kode_nb.mcp import connect
 
 await srv
-client = await connect("notebook", url=srv.url)
+client = await connect("notebook", url=srv.url, headers=srv.headers)
 outside = ToolRegistry()
 client.register(outside)
 caller = Executor(outside, approver=AutoApprove())

@@ -35,7 +35,8 @@ ALLOWED: dict[str, set[str]] = {
         "_redact",
         "_threads",
     },
-    "mcp": {"execution", "tools", "policy", "events", "types", "errors", "_threads"},
+    # _redact: a served endpoint's bearer token is registered as a secret (mcp/server.py)
+    "mcp": {"execution", "tools", "policy", "events", "types", "errors", "_redact", "_threads"},
     "builtins": {"tools", "types", "errors", "_paths", "_threads"},
 }
 CORE = set(ALLOWED)

@@ -54,8 +54,14 @@ def test_connect_list_tools_call_disconnect(ip: Any, capsys: pytest.CaptureFixtu
     ip.run_line_magic("mcp", "list")
     assert capsys.readouterr().out.splitlines()[2].split() == ["demo", "connected", "stdio", "3"]
     ip.run_line_magic("mcp", "tools demo")
-    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()[2:]]
-    assert rows == [["count_slowly", "read"], ["forget_note", "delete"], ["word_count", "read"]]
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[2:]]
+    assert rows == [
+        ["count_slowly", "read", "no"], ["forget_note", "delete", "no"], ["word_count", "read", "no"]
+    ]  # fmt: skip
+    ip.run_line_magic("mcp", "trust demo word_count")
+    assert capsys.readouterr().out == (
+        "Trusting MCP server 'demo': tools word_count. Trusted now: word_count.\n"
+    )
     handle = ip.run_line_magic("tool", 'word_count text="one two three"')
     assert handle.result().text == "3"
     assert session.registry.get("word_count").category.value == "mcp"
@@ -64,6 +70,33 @@ def test_connect_list_tools_call_disconnect(ip: Any, capsys: pytest.CaptureFixtu
     assert not session.registry.has("word_count")
     ip.run_line_magic("mcp", "")  # no subcommand: list
     assert capsys.readouterr().out.startswith("No MCP servers")
+
+
+def test_trust_and_untrust(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    session = _load(ip)
+    ip.run_line_magic("mcp", f"connect demo -- {COMMAND}")
+    headless = Executor(session.registry)  # no approver: what asks is denied
+    call = session.mcp._run
+    assert call(headless.call("word_count", {"text": "a b"})).status == "denied"
+    for line, message in (
+        ("trust", "needs a server NAME"),
+        ("trust nosuch", "no MCP server named 'nosuch'"),
+        ("trust demo drop_database", "no tool 'drop_database' on that server; its tools: "),
+    ):
+        with pytest.raises(UsageError, match=message):
+            ip.run_line_magic("mcp", line)
+    capsys.readouterr()
+    ip.run_line_magic("mcp", "trust demo")
+    assert capsys.readouterr().out == (
+        "Trusting MCP server 'demo': all its tools. "
+        "Trusted now: count_slowly, forget_note, word_count.\n"
+    )
+    assert call(headless.call("word_count", {"text": "a b"})).text == "2"
+    assert call(headless.call("forget_note", {"title": "x"})).status == "denied"  # destructive
+    ip.run_line_magic("mcp", "untrust demo word_count")
+    assert "Trusted now: count_slowly, forget_note." in capsys.readouterr().out
+    assert call(headless.call("word_count", {"text": "a b"})).status == "denied"
+    ip.run_line_magic("mcp", "disconnect demo")
 
 
 def test_list_says_when_refreshing_a_servers_tools_failed(

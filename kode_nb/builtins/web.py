@@ -10,7 +10,17 @@ http_request execute any method; asks by default whatever the method (use http_g
 ``register_builtins(allowed_hosts=[...])``. Entries are ``host`` (any port), ``host:port``,
 ``[v6addr]:port`` or globs such as ``*.example.com`` (subdomains only; list ``example.com`` too)
 or ``*`` (everything). Redirects are followed by hand, up to ``max_redirects``, and every hop is
-checked against the same list.
+checked against the same list. A host name is resolved once and every address it resolves to is
+checked too, and the connection goes to a checked address: a pattern (``*``,
+``*.example.com``) never reaches a loopback or private address, and a link-local one (the cloud
+metadata service ``169.254.169.254``) only when that address is listed (rules in
+:mod:`kode_nb.builtins._addresses`). With ``trust_env=True`` and a proxy, the proxy resolves the
+names (only the host name check applies).
+
+**Credentials stay with their origin.** When a redirect leads to another origin (scheme, host or
+port), ``Authorization``, ``Proxy-Authorization``, ``Cookie`` and any other credential-like
+header the call gave (``X-Api-Key``, ``X-Auth-Token``...) are dropped, and so are the cookies
+that earlier hops set, as curl, requests, httpx and browsers do.
 
 **Limits.** The response body is streamed and cut at ``max_bytes`` (the result says so); the
 whole exchange must finish within ``timeout`` seconds (status ``timed_out`` otherwise).
@@ -27,12 +37,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import fnmatch
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-from kode_nb.builtins._common import SENSITIVE_HEADERS, make_tool, redact_headers, redact_mapping
+from kode_nb.builtins._addresses import CheckedBackend, IPAddress, address_refusal, ip_literal
+from kode_nb.builtins._common import (
+    SENSITIVE_HEADERS,
+    is_secret_name,
+    make_tool,
+    redact_headers,
+    redact_mapping,
+)
 from kode_nb.builtins._files import describe_size
 from kode_nb.errors import ConfigurationError, ToolError, ToolPermissionError, ToolTimeoutError
 from kode_nb.tools._model import Tool
@@ -45,6 +63,7 @@ __all__ = ["WebConfig", "web_tools"]
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _TEXT_TYPES = ("text/", "json", "xml", "javascript", "x-www-form-urlencoded", "yaml", "csv")
+_GLOB = re.compile(r"[*?\[]")
 _HOW_TO_ALLOW = (
     "Allow hosts with register_builtins(allowed_hosts=['api.example.com', '127.0.0.1:8000']) "
     "or web_tools(WebConfig(allowed_hosts=[...]))."
@@ -139,6 +158,23 @@ class WebConfig:
             tool, f"Host {where} is not in the allowed hosts ({shown}). " + _HOW_TO_ALLOW
         )
 
+    def check_addresses(
+        self, host: str, port: int, addresses: Sequence[IPAddress], tool: str = ""
+    ) -> None:
+        """Refuse (ToolPermissionError) unless every address ``host`` resolved to may be
+        contacted (rules in :mod:`kode_nb.builtins._addresses`)."""
+        name = host.strip("[]").lower()
+        exact = any(
+            p == name and not _GLOB.search(p) and q in (None, port) for p, q in self._patterns
+        )
+        listed = [a for p, q in self._patterns if q in (None, port) and (a := ip_literal(p))]
+        for address in addresses:
+            why = address_refusal(address, exact_name=exact, listed=listed)
+            if why is not None:
+                raise ToolPermissionError(
+                    tool, f"Host {name}:{port} resolves to {address}, which is refused: {why}."
+                )
+
 
 class WebTools:
     """The ``web`` tools over one :class:`WebConfig`; each public method is a tool."""
@@ -207,8 +243,11 @@ class WebTools:
         config.check_url(url, tool)
         sent = {"User-Agent": config.user_agent, **(headers or {})}
         try:
+            transport = httpx.AsyncHTTPTransport(trust_env=config.trust_env)
+            pool = transport._pool  # connect through the address check (see _addresses)
+            pool._network_backend = CheckedBackend(config.check_addresses, tool)
             async with httpx.AsyncClient(
-                timeout=config.timeout, trust_env=config.trust_env
+                timeout=config.timeout, trust_env=config.trust_env, transport=transport
             ) as client:
                 return await asyncio.wait_for(
                     self._exchange(client, method, url, body, sent, tool), config.timeout
@@ -232,7 +271,11 @@ class WebTools:
         tool: str,
     ) -> dict[str, Any]:
         config = self.config
+        origin = _origin(url)
         for hop in range(config.max_redirects + 1):
+            if _origin(url) != origin:  # credentials never follow a redirect to another origin
+                headers = {k: v for k, v in headers.items() if not _is_credential(k)}
+                client.cookies.clear()
             request = client.build_request(method, url, content=body, headers=headers)
             response = await client.send(request, stream=True)
             try:
@@ -290,6 +333,19 @@ class WebTools:
                 f"only the first {describe_size(cap)}{of} of the body was read (the size limit)"
             )
         return result
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)``, the port made explicit."""
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+def _is_credential(header: str) -> bool:
+    """A header that carries a credential (``Authorization``, ``Cookie``, ``X-Api-Key``...)."""
+    name = header.lower()
+    return name in SENSITIVE_HEADERS or "auth" in name or is_secret_name(name)
 
 
 def _is_utf8(data: bytes, truncated: bool) -> bool:

@@ -8,9 +8,14 @@ Usage::
                                         refresh) and what is served
     %mcp tools NAME                     one server's tools as registered (name, kind, description)
     %mcp disconnect NAME                unregister its tools and close it (a stdio server stops)
-    %mcp serve [--port N] [--tools PATTERN ...] [--name NAME]
+    %mcp trust NAME [TOOL ...]          trust the server's (or these tools') annotations: its
+                                        read-only tools then run without asking
+    %mcp untrust NAME [TOOL ...]        ask for every (or these) of its tools again
+    %mcp serve [--port N] [--tools PATTERN ...] [--name NAME] [--no-auth]
                                         serve the notebook's tools over streamable HTTP on
-                                        127.0.0.1 (``--tools``: fnmatch patterns; default all)
+                                        127.0.0.1 (``--tools``: fnmatch patterns; default all);
+                                        clients must send the bearer token the cell shows
+                                        (``--no-auth``: none, with a warning)
     %mcp stop                           stop serving (the port is free when it returns)
 
 **Never blocking the cell.** In a kernel, connecting runs as a task on the kernel's loop: the
@@ -26,6 +31,12 @@ the session's bus). No cell is running when a client calls, so the live view of 
 with its approval prompt — appears in the output of the cell that ran ``%mcp serve``. Connected
 clients are sent ``notifications/tools/list_changed`` when a served tool is defined, defined
 again (a ``%%tool`` cell run again) or removed.
+
+**Trust.** A server's annotations (``readOnlyHint``...) are its claims: until it is trusted
+(``%mcp trust NAME``, or ``trust = true`` / ``trusted_tools = [...]`` in the config file) every
+tool of the server asks for approval, and the prompt shows what the server claims.
+``%mcp tools NAME`` shows which tools are trusted and which were skipped (a malformed
+definition or an unusable ``inputSchema``; the server's other tools are registered).
 
 **A config file** of ``[servers.NAME]`` tables (format: :mod:`kode_nb.mcp.config`) is connected
 when the extension loads: the file named by ``%config KodeMagics.mcp_config = 'path'`` (set it
@@ -62,10 +73,11 @@ __all__ = ["CONFIG_FILES", "connect_configured", "find_config", "mcp_line"]
 CONFIG_FILES = (".kode_nb/mcp.toml", "kode_nb.toml")
 """Looked for in the working directory when ``KodeMagics.mcp_config`` is empty, in this order."""
 
-_COMMANDS = ("connect", "list", "tools", "disconnect", "serve", "stop")
+_COMMANDS = ("connect", "list", "tools", "disconnect", "trust", "untrust", "serve", "stop")
 _USAGE = (
     "%mcp connect NAME -- CMD ARGS... | %mcp connect NAME URL | %mcp list | %mcp tools NAME | "
-    "%mcp disconnect NAME | %mcp serve [--port N] [--tools PATTERN ...] | %mcp stop"
+    "%mcp disconnect NAME | %mcp trust NAME [TOOL ...] | %mcp untrust NAME [TOOL ...] | "
+    "%mcp serve [--port N] [--tools PATTERN ...] [--no-auth] | %mcp stop"
 )
 
 
@@ -137,6 +149,7 @@ def _serve_parser() -> _Parser:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tools", nargs="+", metavar="PATTERN")
     parser.add_argument("--name", default="kode_nb")
+    parser.add_argument("--no-auth", action="store_true")
     return parser
 
 
@@ -163,9 +176,17 @@ def mcp_line(session: KodeSession, line: str) -> Any:
             removed = state.disconnect(rest[0])
             print(f"Disconnected MCP server {rest[0]!r} ({plural(removed, 'tool')} removed).")
         return None
+    if action in ("trust", "untrust"):
+        if not rest:
+            raise UsageError(f"%mcp {action} needs a server NAME (and optionally tool names)")
+        names = state.trust(rest[0], rest[1:], trusted=action == "trust")
+        what = f"tools {', '.join(rest[1:])}" if rest[1:] else "all its tools"
+        verb = "Trusting" if action == "trust" else "No longer trusting"
+        print(f"{verb} MCP server {rest[0]!r}: {what}. Trusted now: {', '.join(names) or 'none'}.")
+        return None
     if action == "serve":
         args = _serve_parser().parse_args(rest)
-        return state.serve(tools=args.tools, port=args.port, name=args.name)
+        return state.serve(tools=args.tools, port=args.port, name=args.name, auth=not args.no_auth)
     if rest:
         raise UsageError(f"%mcp {action} takes no arguments, got {' '.join(rest)!r}")
     if action == "stop":
@@ -207,6 +228,10 @@ def _print_list(state: NotebookMcp) -> None:
         error = connection.refresh_error if connection is not None else None
         if error and status == "connected":
             notes.append(f"{name}: tools refresh failed: {error} (the tools listed before stay)")
+        skipped = connection.skipped_tools if connection is not None else {}
+        if skipped and status == "connected":
+            notes.append(f"{name}: {plural(len(skipped), 'tool')} skipped: {', '.join(skipped)}"
+                         f" (see %mcp tools {name})")  # fmt: skip
     if rows:
         print(_table(("SERVER", "STATE", "TRANSPORT", "TOOLS"), rows))
         for note in notes:
@@ -225,8 +250,12 @@ def _print_tools(state: NotebookMcp, name: str) -> None:
         tool = state.session.registry.get(tool_name)
         if tool is not None:
             summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
-            rows.append((tool.name, tool.kind.value, summary[:70]))
-    print(_table(("TOOL", "KIND", "DESCRIPTION"), rows) if rows else f"{name!r} lists no tools.")
+            trusted = "yes" if tool.approval is None else "no"
+            rows.append((tool.name, tool.kind.value, trusted, summary[:70]))
+    header = ("TOOL", "KIND", "TRUSTED", "DESCRIPTION")
+    print(_table(header, rows) if rows else f"{name!r} lists no tools.")
+    for tool_name, why in state.manager[name].skipped_tools.items():
+        print(f"skipped {tool_name}: {why}")
 
 
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:

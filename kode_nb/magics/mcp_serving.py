@@ -7,6 +7,11 @@ approval, limits and the session's event bus apply) under a call id ``mcp_<hex>`
 no cell runs when an outside client calls, so that cell's output is where its approval prompt
 and progress appear (the session's approver finds the view through ``session.views``).
 
+Clients must send the server's bearer token (``Authorization: Bearer ...``, see
+:mod:`kode_nb.mcp.server`): the panel shows it with a client config to copy, once it listens,
+and nowhere else (it is redacted from traces and event logs). ``%mcp serve --no-auth`` serves
+without one, and the panel says so in red.
+
 Imported when a command needs it (it imports ipywidgets); see :mod:`kode_nb.magics.mcp_magics`.
 """
 
@@ -16,6 +21,7 @@ import asyncio
 import contextlib
 import fnmatch
 import html
+import json
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -94,9 +100,17 @@ class NotebookServer:
     """The notebook's tools served over streamable HTTP on 127.0.0.1 (``%mcp serve``)."""
 
     def __init__(
-        self, session: KodeSession, *, port: int, patterns: list[str] | None, name: str
+        self,
+        session: KodeSession,
+        *,
+        port: int,
+        patterns: list[str] | None,
+        name: str,
+        auth: bool = True,
     ) -> None:
         self.session = session
+        self.auth = auth
+        """Clients must send the bearer token (False: ``--no-auth``)."""
         self.port = port
         """The port it listens on (127.0.0.1)."""
         self.patterns = tuple(patterns) if patterns is not None else None
@@ -141,6 +155,23 @@ class NotebookServer:
             )
         ]
 
+    @property
+    def token(self) -> str | None:
+        """The bearer token clients must send (``None`` before it listens, or with
+        ``--no-auth``)."""
+        return self.handle.token if self.handle is not None else None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers an MCP client must send (the token)."""
+        return self.handle.headers if self.handle is not None else {}
+
+    def client_config(self) -> dict[str, Any]:
+        """The ``mcpServers`` entry an MCP client needs (URL and token)."""
+        if self.handle is not None:
+            return self.handle.client_config()
+        return {"mcpServers": {self.name: {"type": "http", "url": self.url}}}
+
     def describe(self) -> str:
         names = self.tool_names()
         listed = ", ".join(names) if len(names) <= 8 else ", ".join(names[:8]) + ", ..."
@@ -162,7 +193,7 @@ class NotebookServer:
         try:
             handle = await serve(
                 self.session.registry, port=self.port, tools=self.patterns,
-                executor=self._executor, name=self.name,
+                executor=self._executor, name=self.name, auth=self.auth,
             )  # fmt: skip
         except Exception as exc:  # reported in the panel; `await server` raises it
             self.error = exc
@@ -293,17 +324,41 @@ class NotebookServer:
 
     # ------------------------------------------------------------------ display
 
+    def _access(self) -> tuple[str, str]:
+        """What a client needs (text, HTML): the token and a config, or the --no-auth warning."""
+        if not self.auth:
+            warning = (
+                "Warning: no authentication (--no-auth): any process on this machine that can "
+                "connect to 127.0.0.1 can call these tools."
+            )
+            return warning, f"<br><b style='color:#c53030'>{html.escape(warning)}</b>"
+        if self._status != "listening" or self.handle is None:
+            return "", ""
+        config = json.dumps(self.client_config(), indent=2)
+        text = (
+            f"Clients must send: Authorization: Bearer {self.token}\n"
+            f"Client config (the token is shown only here):\n{config}"
+        )
+        page = (
+            f"<br><small>Clients must send <code>Authorization: Bearer {html.escape(str(self.token))}"
+            "</code> (shown only here). Client config:</small>"
+            f"<pre style='margin:2px 0'>{html.escape(config)}</pre>"
+        )
+        return text, page
+
     def _header_html(self) -> str:
         colour = {"listening": "#2f855a", "starting": "#b7791f"}.get(self._status, "#c53030")
         return (
             f"<b>MCP server</b> <span style='color:{colour}'>{html.escape(self._status)}</span>"
-            f" — {html.escape(self.describe())}<br><small>Calls from MCP clients appear below; "
-            "those that need approval wait for your click.</small>"
+            f" — {html.escape(self.describe())}{self._access()[1]}<br><small>Calls from MCP "
+            "clients appear below; those that need approval wait for your click.</small>"
         )
 
     def _bundle(self) -> dict[str, str]:
+        access = self._access()[0]
         return {
-            "text/plain": f"MCP server {self._status}: {self.describe()}",
+            "text/plain": f"MCP server {self._status}: {self.describe()}"
+            + (f"\n{access}" if access else ""),
             "text/html": self._header_html(),
         }
 

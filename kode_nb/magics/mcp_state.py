@@ -175,6 +175,23 @@ class NotebookMcp:
             self._spawn(self.manager.disconnect(name), f"kode_nb MCP disconnect {name}")
         return removed
 
+    def trust(self, name: str, tools: list[str], *, trusted: bool = True) -> list[str]:
+        """Trust (or stop trusting) server ``name`` or some of its tools (MCP names); returns
+        the registry names of the tools that are trusted now."""
+        magic = "%mcp trust" if trusted else "%mcp untrust"
+        self.require(name, magic)
+        connection = self.manager[name]
+        listed = {str(t.metadata.get("mcp_tool")) for t in connection.tools}
+        unknown = [t for t in tools if t not in listed]
+        if unknown:
+            raise UsageError(
+                f"{magic} {name}: no tool {unknown[0]!r} on that server; its tools: "
+                + (", ".join(sorted(listed)) or "none")
+            )
+        tools_now = connection.trust(*tools) if trusted else connection.untrust(*tools)
+        own = {t.source for t in tools_now if connection.is_trusted(str(t.metadata["mcp_tool"]))}
+        return [t.name for t in self.session.registry.list() if t.source in own]
+
     def require(self, name: str, magic: str, *, connected: bool = True) -> None:
         state = self.states.get(name)
         if state is None:
@@ -189,7 +206,12 @@ class NotebookMcp:
     # ------------------------------------------------------------------ serving
 
     def serve(
-        self, *, tools: list[str] | None = None, port: int = 0, name: str = "kode_nb"
+        self,
+        *,
+        tools: list[str] | None = None,
+        port: int = 0,
+        name: str = "kode_nb",
+        auth: bool = True,
     ) -> NotebookServer:
         """Serve the session's tools on 127.0.0.1 from the running kernel (see the module doc)."""
         if self._loop() is None:
@@ -210,7 +232,7 @@ class NotebookMcp:
         port = _free_port(port)
         from kode_nb.magics.mcp_serving import NotebookServer
 
-        server = NotebookServer(self.session, port=port, patterns=tools, name=name)
+        server = NotebookServer(self.session, port=port, patterns=tools, name=name, auth=auth)
         self.server = server
         server.on_stop = self._forget_server
         server.show()

@@ -1,16 +1,18 @@
 """Conversions between MCP and kode_nb: tool names, annotations → kinds, results, progress.
 
-Kinds from MCP annotations (the hints are the server's claims; they only choose a default):
+Kinds from MCP annotations (the hints are the server's claims; they only choose a default, and
+only for a trusted server or tool: an untrusted one asks whatever it claims, see
+:mod:`kode_nb.mcp.config`):
 
-=====================================================  ============  =========================
-annotations                                            kind          asks by default?
-=====================================================  ============  =========================
+=====================================================  ============  ========================
+annotations                                            kind          asks when trusted?
+=====================================================  ============  ========================
 ``readOnlyHint: true``                                 ``read``      no
 ``destructiveHint: true`` and ``idempotentHint: true``  ``delete``    yes
 ``destructiveHint: true``                              ``edit``      yes
 ``destructiveHint: false`` (additive updates only)     ``edit``      yes
 none of these (no hints at all)                        ``execute``   yes
-=====================================================  ============  =========================
+=====================================================  ============  ========================
 
 This mirrors :func:`kode_nb.tools._formats.mcp_annotations`: a kode_nb tool served over MCP and
 imported back keeps read/edit/delete, other mutating kinds stay mutating, the read-only kinds
@@ -48,6 +50,7 @@ from kode_nb.types import ContentBlock, ImageBlock, JsonBlock, TextBlock, ToolKi
 __all__ = [
     "SERVED_BY",
     "from_mcp_result",
+    "claims",
     "kind_from_annotations",
     "progress_text",
     "served_by",
@@ -87,6 +90,23 @@ def kind_from_annotations(annotations: mt.ToolAnnotations | None) -> ToolKind:
     if annotations.destructive_hint is False:
         return ToolKind.EDIT
     return ToolKind.EXECUTE
+
+
+def claims(annotations: mt.ToolAnnotations | None) -> str:
+    """What a server's annotations claim, in words: ``"read-only"``, ``"destructive,
+    idempotent"``, ``"no hints"``."""
+    if annotations is None:
+        return "no hints"
+    said = []
+    if annotations.read_only_hint is not None:
+        said.append("read-only" if annotations.read_only_hint else "not read-only")
+    if annotations.destructive_hint is not None:
+        said.append("destructive" if annotations.destructive_hint else "not destructive")
+    if annotations.idempotent_hint:
+        said.append("idempotent")
+    if annotations.open_world_hint is not None:
+        said.append("open world" if annotations.open_world_hint else "closed world")
+    return ", ".join(said) or "no hints"
 
 
 def tool_name_for(mcp_name: str, prefix: str | None = None) -> str:

@@ -13,11 +13,12 @@ import contextlib
 import enum
 import logging
 from collections.abc import Awaitable, Callable
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as mt
 from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kode_nb.mcp.config import McpServerConfig
 from kode_nb.mcp.errors import McpConnectionError
@@ -119,16 +120,25 @@ class Link:
             self.reason = why
         return self.with_stderr(self.reason)
 
-    async def list_tools(self) -> list[mt.Tool]:
-        """Every page of the server's tool listing; raises :class:`McpConnectionError` (and
-        tears the session down if it died, not if the server answered with an error)."""
-        assert self.session is not None
+    async def list_tools(self) -> tuple[list[mt.Tool], dict[str, str]]:
+        """Every page of the server's tool listing, and the tools skipped as malformed (name →
+        why: one bad definition must not cost the others); raises :class:`McpConnectionError`
+        (and tears the session down if it died, not if the server answered with an error)."""
+        session = self.session
+        assert session is not None
         listing: list[mt.Tool] = []
+        skipped: dict[str, str] = {}
         cursor: str | None = None
         try:
-            for _ in range(_MAX_PAGES):
+            for number in range(_MAX_PAGES):
                 params = mt.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await self.session.list_tools(params=params)
+                raw = _Page.model_validate(await _list_raw(session, params))
+                page = mt.ListToolsResult(
+                    tools=_valid_tools(raw.tools, skipped, number), next_cursor=raw.next_cursor
+                )
+                absorb = getattr(session, "_absorb_tool_listing", None)  # output schemas
+                if absorb is not None:
+                    page = absorb(page, complete=cursor is None and page.next_cursor is None)
                 listing.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
@@ -146,7 +156,7 @@ class Link:
             raise McpConnectionError(
                 self.config.name, f"listing its tools failed: {reason}"
             ) from None
-        return listing
+        return listing, skipped
 
     async def close(self) -> None:
         """Close the session and wait for the owner to finish (a stdio server is stopped)."""
@@ -193,3 +203,41 @@ def describe_error(exc: BaseException) -> str:
 
     walk(exc)
     return "; ".join(leaves)
+
+
+async def _list_raw(
+    session: ClientSession, params: mt.PaginatedRequestParams | None
+) -> dict[str, Any]:
+    """One ``tools/list`` page as the server sent it. The SDK's own ``list_tools`` validates
+    the page as a whole, so one malformed tool would fail it: the request goes through the
+    session's dispatcher (the SDK's raw request) when it has one."""
+    dispatcher = getattr(session, "_dispatcher", None)
+    if dispatcher is None or not hasattr(dispatcher, "send_raw_request"):
+        page = await session.list_tools(params=params)
+        return page.model_dump(by_alias=True, exclude_none=True)
+    body = params.model_dump(by_alias=True, exclude_none=True) if params is not None else None
+    raw = await dispatcher.send_raw_request("tools/list", body, {})
+    return raw if isinstance(raw, dict) else {"tools": []}
+
+
+class _Page(BaseModel):
+    """A ``tools/list`` page whose tools are checked one by one (:func:`_valid_tools`)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    tools: list[Any]
+    next_cursor: str | None = Field(default=None, alias="nextCursor")
+
+
+def _valid_tools(raw: list[Any], skipped: dict[str, str], page: int) -> list[mt.Tool]:
+    """The well-formed tool definitions of ``raw``; the others go to ``skipped``."""
+    tools: list[mt.Tool] = []
+    for index, item in enumerate(raw):
+        name = item.get("name") if isinstance(item, dict) else None
+        label = name if isinstance(name, str) else f"#{index + 1} of page {page + 1}"
+        try:
+            tools.append(mt.Tool.model_validate(item))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(p) for p in problem.get("loc", ())) or "definition"
+            skipped[label] = f"malformed definition ({where}: {problem.get('msg', exc)})"
+    return tools

@@ -3,8 +3,13 @@
 :func:`wrap_listing` turns each ``mt.Tool`` of a listing into a :class:`~kode_nb.Tool` (category
 ``mcp``, group ``mcp_<server>``, kind from the annotations, the server's ``inputSchema`` as the
 parameters, ``source`` ``mcp:<server>/<mcp name>``). A tool the previous listing had with the
-same definition and name is reused as it is (the same object), so re-listing after
+same definition, name and trust is reused as it is (the same object), so re-listing after
 ``notifications/tools/list_changed`` only replaces the tools that changed.
+
+**Trust.** The annotations are the server's claims: a tool that is not trusted
+(``trusted(mcp_name)`` is False) gets ``approval="ask"`` whatever its kind, and the approval
+prompt's reason shows what the server claims ("server says: read-only"). Its kind still comes
+from the annotations (cards show it), and ``metadata["mcp_annotations"]`` keeps them as sent.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 import mcp_types as mt
 
 from kode_nb.errors import ToolDefinitionError
-from kode_nb.mcp._convert import kind_from_annotations, served_by_meta, tool_name_for
+from kode_nb.mcp._convert import claims, kind_from_annotations, served_by_meta, tool_name_for
 from kode_nb.tools._define import define_tool
 from kode_nb.tools._model import Tool
 from kode_nb.types import ToolContext, ToolResult, normalize_name
@@ -40,8 +45,12 @@ def wrap_listing(
     server: str,
     timeout: float | None,
     call: CallFn,
+    trusted: Callable[[str], bool] = lambda name: False,
+    skipped: dict[str, str] | None = None,
 ) -> Listed:
-    """Wrap ``listing``, reusing the tools of ``previous`` whose definition and name are the same."""
+    """Wrap ``listing``, reusing the tools of ``previous`` whose definition, name and trust are
+    the same. A tool whose ``inputSchema`` is not a usable JSON Schema is left out (its
+    arguments could not be checked) and put in ``skipped`` with the reason."""
     listed: Listed = {}
     taken: set[str] = set()
     for item in listing:
@@ -50,16 +59,30 @@ def wrap_listing(
         while normalize_name(name) in taken:  # two MCP names that normalize alike
             name, n = f"{base[:60]}_{n}", n + 1
         before = previous.get(item.name)
-        if before is not None and before[0] == item and before[1].name == name:
+        trust = trusted(item.name)
+        if (
+            before is not None
+            and before[0] == item
+            and before[1].name == name
+            and (before[1].approval is None) == trust
+        ):
             tool = before[1]
         else:
-            tool = _wrap(item, name, server=server, timeout=timeout, call=call)
+            try:
+                tool = _wrap(item, name, server=server, timeout=timeout, call=call, trusted=trust)
+            except ToolDefinitionError as exc:
+                if skipped is not None:
+                    why = str(exc).split("(): ", 1)[-1]  # without the wrapper's own name
+                    skipped[item.name] = f"unusable inputSchema ({why})"
+                continue
         taken.add(tool.key)
         listed[item.name] = (item, tool)
     return listed
 
 
-def _wrap(item: mt.Tool, name: str, *, server: str, timeout: float | None, call: CallFn) -> Tool:
+def _wrap(
+    item: mt.Tool, name: str, *, server: str, timeout: float | None, call: CallFn, trusted: bool
+) -> Tool:
     mcp_name = item.name
 
     async def call_mcp_tool(arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -71,6 +94,11 @@ def _wrap(item: mt.Tool, name: str, *, server: str, timeout: float | None, call:
         "mcp_tool": mcp_name,
         "mcp_annotations": ann.model_dump(by_alias=True, exclude_none=True) if ann else {},
     }
+    if not trusted:
+        metadata["approval_reason"] = (
+            f"MCP server '{server}' is not trusted (server says: {claims(ann)}); "
+            f"trust it with %mcp trust {server} {mcp_name}"
+        )
     if item.output_schema is not None:
         metadata["mcp_output_schema"] = item.output_schema
     if (chain := served_by_meta(item)) is not None:
@@ -80,16 +108,9 @@ def _wrap(item: mt.Tool, name: str, *, server: str, timeout: float | None, call:
         label=item.title or (ann.title if ann is not None else None) or "",
         kind=kind_from_annotations(ann), category="mcp", groups=(f"mcp_{server}",),
         timeout=timeout, can_update_output=True, registry=None,
+        approval=None if trusted else "ask",
     )  # fmt: skip
     schema = copy.deepcopy(item.input_schema)
     schema.setdefault("type", "object")
-    try:
-        tool = define_tool(call_mcp_tool, parameters=schema, metadata=metadata, **options)
-    except ToolDefinitionError as exc:
-        log.warning("MCP server %r: tool %r has an unusable inputSchema (%s); its arguments "
-                    "are checked to be an object only", server, mcp_name, exc)  # fmt: skip
-        metadata["mcp_schema_problem"] = str(exc)
-        tool = define_tool(
-            call_mcp_tool, parameters={"type": "object"}, metadata=metadata, **options
-        )
+    tool = define_tool(call_mcp_tool, parameters=schema, metadata=metadata, **options)
     return tool.evolve(source=f"mcp:{server}/{mcp_name}")

@@ -22,6 +22,11 @@ coalesce) and every registry they were registered in is updated: new tools added
 longer listed removed, changed ones replaced, unchanged ones left as they are. A refresh that
 fails is logged and kept in :attr:`McpConnection.refresh_error`; the tools registered before stay.
 
+**Limits.** A message from the server larger than ``config.max_result_bytes`` (default 10 MB)
+is not read: over stdio it is skipped as it arrives (:mod:`kode_nb.mcp._stdio`), over HTTP the
+response body stops being read at the limit (:mod:`kode_nb.mcp._http_limit`); the call returns
+an error naming the limit.
+
 **Failures.** Progress notifications become ``ctx.on_update("[3/5] message\\n")`` lines.
 ``isError`` results are error results with the server's message. When the server crashes or the
 connection drops, the call returns an error result from :class:`McpServerUnavailableError`
@@ -42,16 +47,18 @@ import anyio
 import httpx2
 import mcp_types as mt
 from mcp.client.session import ClientSession, IncomingMessage
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from kode_nb import __version__
 from kode_nb.errors import ConfigurationError, ToolError
 from kode_nb.mcp._convert import from_mcp_result, progress_text
+from kode_nb.mcp._http_limit import is_too_large, limit_json_bodies
 from kode_nb.mcp._links import Link, LinkState, describe_error
 from kode_nb.mcp._refresh import Refresher
 from kode_nb.mcp._registration import register_tools, unregister_tools
+from kode_nb.mcp._stdio import bounded_stdio_client
 from kode_nb.mcp._wrapping import Listed, wrap_listing
 from kode_nb.mcp.config import McpServerConfig
 from kode_nb.mcp.errors import McpConnectionError, McpServerUnavailableError
@@ -82,6 +89,10 @@ class McpConnection:
         self._refresher = Refresher(config.name, self._refresh_tools)
         self._sessions = 0  # sessions opened so far: a later one is a reconnect
         self._registrations: dict[int, tuple[ToolRegistry, bool | None]] = {}
+        self._trust_all = config.trust
+        self._trusted: set[str] = set(config.trusted_tools)
+        self._distrusted: set[str] = set()
+        self._skipped: dict[str, str] = {}
 
     # ----------------------------------------------------------------- state
 
@@ -98,6 +109,12 @@ class McpConnection:
     def tools(self) -> list[Tool]:
         """The wrapped tools from the last listing, with their unprefixed names."""
         return [tool for _, tool in self._listed.values()]
+
+    @property
+    def skipped_tools(self) -> dict[str, str]:
+        """Tools of the last listing left out, by MCP name, with why (a malformed definition,
+        an unusable ``inputSchema``); the server's other tools are registered."""
+        return dict(self._skipped)
 
     @property
     def refresh_error(self) -> str | None:
@@ -138,6 +155,42 @@ class McpConnection:
             f"McpConnection({self.name!r}, {self.config.transport} {self.config.describe()!r}, "
             f"{len(self._listed)} tools, {state})"
         )
+
+    # ----------------------------------------------------------------- trust
+
+    def is_trusted(self, mcp_name: str) -> bool:
+        """Whether the annotations of the server's tool ``mcp_name`` are trusted (see
+        :mod:`kode_nb.mcp.config`): untrusted tools always ask for approval."""
+        if mcp_name in self._distrusted:
+            return False
+        return self._trust_all or mcp_name in self._trusted
+
+    def trust(self, *tools: str) -> list[Tool]:
+        """Trust the server (no ``tools``) or these tools (MCP names, as listed); the tools are
+        wrapped again (and re-registered) with their annotations deciding approval."""
+        if tools:
+            self._trusted.update(tools)
+            self._distrusted.difference_update(tools)
+        else:
+            self._trust_all = True
+            self._distrusted.clear()
+        return self._rewrap()
+
+    def untrust(self, *tools: str) -> list[Tool]:
+        """Stop trusting the server (no ``tools``: also every tool trusted one by one) or these
+        tools; they ask for approval again whatever their annotations claim."""
+        if tools:
+            self._trusted.difference_update(tools)
+            self._distrusted.update(tools)
+        else:
+            self._trust_all = False
+            self._trusted.clear()
+            self._distrusted.clear()
+        return self._rewrap()
+
+    def _rewrap(self) -> list[Tool]:
+        self._apply([item for item, _ in self._listed.values()], self._skipped)
+        return self.tools
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -219,14 +272,21 @@ class McpConnection:
                         env=dict(cfg.env) or None, cwd=cfg.cwd,
                     )  # fmt: skip
                     errlog = cast(TextIO, link.stderr_file)
-                    read, write = await stack.enter_async_context(stdio_client(params, errlog))
+                    read, write = await stack.enter_async_context(
+                        bounded_stdio_client(params, errlog, cfg.max_result_bytes)
+                    )
                 else:
                     client = httpx2.AsyncClient(
-                        headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=300.0)
-                    )
+                        headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=300.0),
+                        event_hooks={"response": [limit_json_bodies(cfg.max_result_bytes)]},
+                    )  # fmt: skip
                     await stack.enter_async_context(client)
                     read, write = await stack.enter_async_context(
-                        streamable_http_client(str(cfg.url), http_client=client)
+                        streamable_http_client(
+                            str(cfg.url),
+                            http_client=client,
+                            max_sse_event_size=cfg.max_result_bytes,
+                        )
                     )
                 session = ClientSession(
                     read, write, client_info=_CLIENT_INFO, message_handler=self._on_message
@@ -248,15 +308,21 @@ class McpConnection:
     async def list_tools(self) -> list[Tool]:
         """Ask the server for its tools, rebuild :attr:`tools`, update registered copies."""
         link = await self._session_link()
-        self._apply(await link.list_tools())
+        self._apply(*await link.list_tools())
         return self.tools
 
-    def _apply(self, listing: list[mt.Tool]) -> None:
+    def _apply(self, listing: list[mt.Tool], skipped: dict[str, str]) -> None:
         """Make ``listing`` the tools, also in every registry they were registered in (each
-        registry all or nothing); raises the first registry's failure after trying them all."""
+        registry all or nothing); raises the first registry's failure after trying them all.
+        ``skipped``: tools the listing left out (more are added for unusable schemas)."""
+        skipped = dict(skipped)
         self._listed = wrap_listing(
-            listing, self._listed, server=self.name, timeout=self.config.timeout, call=self._call
-        )
+            listing, self._listed, server=self.name, timeout=self.config.timeout,
+            call=self._call, trusted=self.is_trusted, skipped=skipped,
+        )  # fmt: skip
+        self._skipped = skipped
+        for name, why in skipped.items():
+            log.warning("MCP server %r: tool %r skipped: %s", self.name, name, why)
         tools = self.tools
         failures: list[Exception] = []
         for registry, prefix in list(self._registrations.values()):
@@ -277,10 +343,10 @@ class McpConnection:
         link = self._link
         if self._closed or link is None or link.state is not LinkState.OPEN:
             return  # no open session: nothing to list from
-        listing = await link.list_tools()
+        listing, skipped = await link.list_tools()
         if self._closed or self._link is not link:
             return  # disconnected or reconnected meanwhile: this listing is stale
-        self._apply(listing)
+        self._apply(listing, skipped)
 
     def _unavailable(self, tool: str, reason: str) -> McpServerUnavailableError:
         if self._closed:
@@ -308,6 +374,13 @@ class McpConnection:
         try:
             result = await session.call_tool(mcp_name, arguments, progress_callback=progress)
         except MCPError as exc:
+            if is_too_large(exc.message):  # the session is fine: only this result was refused
+                size = self.config.max_result_bytes
+                raise ToolError(
+                    ctx.tool,
+                    f"MCP server '{self.name}', tool '{mcp_name}': the result is too large: "
+                    f"over {size / 1024 / 1024:.1f} MB (max_result_bytes), so it was not read",
+                ) from None
             if exc.code == mt.CONNECTION_CLOSED:
                 reason = await link.lost(
                     "the server process ended the connection (did it exit?)"

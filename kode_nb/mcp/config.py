@@ -13,6 +13,17 @@ A config file lists servers by name; each has either a ``command`` (stdio) or a 
     url = "http://127.0.0.1:8931/mcp"
     headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }
     enabled = false                   # listed, but not connected
+    trust = true                      # its tools' annotations decide approval (see below)
+
+    [servers.db]
+    command = ["python", "db_server.py"]
+    trusted_tools = ["list_tables"]   # only these tools are trusted
+    max_result_bytes = 1_000_000      # a bigger tool result is refused (default 10 MB)
+
+**Trust.** A server's tool annotations (``readOnlyHint``...) are the server's claims. Until the
+server (``trust = true``) or the tool (``trusted_tools``) is trusted, every tool of the server
+asks for approval whatever it claims; the approval prompt shows the claim. Trusted, a tool's
+kind from its annotations decides as for any tool (a read-only tool runs without asking).
 
 ``command`` may also be a string (split like a shell would) with an ``args`` list. ``${NAME}`` in
 ``env`` and ``headers`` values is replaced by the environment variable ``NAME`` when the file is
@@ -45,7 +56,20 @@ else:  # pragma: no cover - Python 3.10
 __all__ = ["McpServerConfig", "load_config", "parse_config"]
 
 _KEYS = frozenset(
-    {"command", "args", "env", "cwd", "url", "headers", "timeout", "connect_timeout", "enabled"}
+    {
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "headers",
+        "timeout",
+        "connect_timeout",
+        "enabled",
+        "trust",
+        "trusted_tools",
+        "max_result_bytes",
+    }
 )
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -74,6 +98,14 @@ class McpServerConfig:
     """Seconds to start the server and complete the handshake."""
     enabled: bool = True
     """False: listed in the config file but not connected."""
+    trust: bool = False
+    """Trust the server's tool annotations: its read-only tools then run without asking.
+    False (the default): every tool of the server asks, whatever its annotations claim."""
+    trusted_tools: tuple[str, ...] = ()
+    """MCP tool names (as the server lists them) whose annotations are trusted."""
+    max_result_bytes: int = 10 * 1024 * 1024
+    """The largest tool result accepted (bytes of the JSON message); a bigger one is an
+    error result naming the limit."""
 
     def __post_init__(self) -> None:
         where = f"MCP server {self.name!r}"
@@ -124,9 +156,25 @@ class McpServerConfig:
         if self.timeout is not None:
             _check_seconds(self.timeout, "timeout", where)
         _check_seconds(self.connect_timeout, "connect_timeout", where)
-        enabled: Any = self.enabled
-        if not isinstance(enabled, bool):
-            raise ConfigurationError(f"{where}: enabled must be true or false, got {enabled!r}")
+        for key in ("enabled", "trust"):
+            flag: Any = getattr(self, key)
+            if not isinstance(flag, bool):
+                raise ConfigurationError(f"{where}: {key} must be true or false, got {flag!r}")
+        trusted: Any = self.trusted_tools
+        if (
+            isinstance(trusted, str)
+            or not isinstance(trusted, (list, tuple))
+            or not all(isinstance(t, str) and t for t in trusted)
+        ):
+            raise ConfigurationError(
+                f"{where}: trusted_tools must be a list of tool names, got {trusted!r}"
+            )
+        object.__setattr__(self, "trusted_tools", tuple(trusted))
+        size: Any = self.max_result_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1024:
+            raise ConfigurationError(
+                f"{where}: max_result_bytes must be an int >= 1024, got {size!r}"
+            )
 
     @property
     def transport(self) -> Literal["stdio", "http"]:

@@ -163,7 +163,10 @@ class McpManager:
 
 
 def _config(name: str, options: dict[str, Any]) -> McpServerConfig:
-    allowed = {"command", "url", "env", "cwd", "headers", "timeout", "connect_timeout"}
+    allowed = {
+        "command", "url", "env", "cwd", "headers", "timeout", "connect_timeout", "trust",
+        "trusted_tools", "max_result_bytes",
+    }  # fmt: skip
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ConfigurationError(

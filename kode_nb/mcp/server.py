@@ -25,6 +25,15 @@ What is served, and how:
   update count, ``message`` = the update as text) when the client asked for progress, at most
   20 a second per call (:mod:`kode_nb.mcp._progress`: the latest update is sent, and the last
   one always before the result);
+* **a bearer token**: the HTTP endpoint answers only requests that carry
+  ``Authorization: Bearer <handle.token>`` (a new random token per server, compared in constant
+  time; anything else gets ``401`` with ``WWW-Authenticate: Bearer``), because any local
+  process (another user's too) can reach 127.0.0.1. ``handle.headers`` and
+  ``handle.client_config()`` are what a client needs. The token is registered with
+  :func:`kode_nb._redact.register_secret` while it serves, so traces and event logs never show it. ``auth=False``
+  turns this off (a warning is logged). The SDK's Host and Origin checks (against DNS
+  rebinding from web pages) apply either way. Over stdio only the parent process can talk to
+  the server, so there is no token;
 * results: text and images as they are, JSON blocks as text (one JSON object also as
   ``structuredContent``), errors with ``isError``; a client's ``notifications/cancelled``
   cancels the call.
@@ -35,7 +44,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import hmac
 import ipaddress
+import logging
+import secrets
 import socket
 import uuid
 from collections.abc import Iterator, Sequence
@@ -49,6 +61,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from kode_nb import __version__
+from kode_nb._redact import register_secret, unregister_secret
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.mcp._announce import AnnouncingServer, ToolListAnnouncer
@@ -62,6 +75,34 @@ from kode_nb.types import normalize_name
 __all__ = ["McpServerHandle", "serve", "serve_stdio"]
 
 _STARTUP_TIMEOUT = 10.0
+
+log = logging.getLogger("kode_nb.mcp")
+
+
+class _BearerAuth:
+    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode("ascii")
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="kode_nb"'),
+            ]})  # fmt: skip
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Any) -> bool:
+        given = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), b"")
+        scheme, _, value = bytes(given).partition(b" ")
+        # compare_digest takes the same time wherever the values differ
+        return hmac.compare_digest(value.strip(), self._token) and scheme.lower() == b"bearer"
 
 
 class _Tools:
@@ -201,6 +242,7 @@ class McpServerHandle:
     def __init__(
         self, *, server: _Uvicorn, task: asyncio.Task[None], tools: _Tools, host: str,
         port: int, path: str, owns_executor: bool, announcer: ToolListAnnouncer,
+        token: str | None = None, name: str = "kode_nb",
     ) -> None:  # fmt: skip
         self._server = server
         self._task = task
@@ -214,6 +256,23 @@ class McpServerHandle:
         """The port it listens on."""
         self.url = f"http://{_url_host(host)}:{port}{path}"
         """The endpoint to give MCP clients."""
+        self.name = name
+        """The server's name (in the handshake and :meth:`client_config`)."""
+        self.token = token
+        """The bearer token clients must send (``None``: served with ``auth=False``)."""
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers a client must send: ``{"Authorization": "Bearer <token>"}``."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token is not None else {}
+
+    def client_config(self) -> dict[str, Any]:
+        """An MCP client's config entry for this server (the ``mcpServers`` format most
+        clients read): type, URL and headers (with the token)."""
+        entry: dict[str, Any] = {"type": "http", "url": self.url}
+        if self.token is not None:
+            entry["headers"] = self.headers
+        return {"mcpServers": {self.name: entry}}
 
     @property
     def registry(self) -> ToolRegistry:
@@ -259,6 +318,8 @@ class McpServerHandle:
             self._loop.call_soon_threadsafe(self._stop_now)
 
     def _stop_now(self) -> None:
+        if self.token is not None:
+            unregister_secret(self.token)  # a stopped server's token opens nothing
         self._announcer.close()
         server = self._server
         server.should_exit = True
@@ -302,12 +363,17 @@ async def serve(
     name: str = "kode_nb",
     path: str = "/mcp",
     allow_remote: bool = False,
+    auth: bool = True,
 ) -> McpServerHandle:
     """Serve ``registry`` (default: the current one) over streamable HTTP; see the module doc.
 
     ``port=0`` picks a free port (``handle.port``). A host other than loopback needs
     ``allow_remote=True``: served tools run in this process with its permissions.
+    ``auth`` (default): clients must send ``handle.headers`` (a bearer token made for this
+    server); ``auth=False`` lets any process that can reach the port call the tools.
     """
+    if not isinstance(auth, bool):
+        raise ConfigurationError(f"serve(auth=...) must be True or False, got {auth!r}")
     selection, owns = _prepare(registry, tools, executor)
     if not isinstance(host, str) or not host:
         raise ConfigurationError(f"serve(host=...) must be an address string, got {host!r}")
@@ -336,9 +402,18 @@ async def serve(
         ) from None
     bound = int(sock.getsockname()[1])
     announcer = selection.announcer()
-    app = selection.server(name, announcer).streamable_http_app(
+    app: Any = selection.server(name, announcer).streamable_http_app(
         streamable_http_path=path, host=host
     )
+    token = secrets.token_urlsafe(32) if auth else None
+    if token is not None:
+        register_secret(token)
+        app = _BearerAuth(app, token)
+    else:
+        log.warning(
+            "MCP server on %s:%s serves without authentication (auth=False): any process "
+            "that can connect to it can call its tools", host, bound,
+        )  # fmt: skip
     config = uvicorn.Config(
         app, log_config=None, log_level="warning", access_log=False, lifespan="on",
         ws="none", timeout_graceful_shutdown=1,
@@ -349,7 +424,7 @@ async def serve(
     )
     handle = McpServerHandle(
         server=server, task=task, tools=selection, host=host, port=bound, path=path,
-        owns_executor=owns, announcer=announcer,
+        owns_executor=owns, announcer=announcer, token=token, name=name,
     )  # fmt: skip
     ready = asyncio.ensure_future(server.ready.wait())
     try:

@@ -200,7 +200,10 @@ class Policy:
             return override, f"policy override for '{tool.name}': {override}"
         rule = tool.approval
         if isinstance(rule, str):
-            return rule, f"'{tool.name}' declares approval='{rule}'"
+            why = tool.metadata.get("approval_reason")  # the tool's own words, if it has them
+            return rule, why if isinstance(
+                why, str
+            ) else f"'{tool.name}' declares approval='{rule}'"
         if rule is not None:
             try:
                 answer = rule(arguments)

@@ -219,7 +219,7 @@ async def test_post_and_request_send_bodies(registry: ToolRegistry, server: str)
 
 
 async def test_bad_urls_and_unreachable_servers(registry: ToolRegistry) -> None:
-    config = WebConfig(allowed_hosts=["*"])
+    config = WebConfig(allowed_hosts=["127.0.0.1"])
     bad = await _call(registry, "http_get", config, url="ftp://127.0.0.1/x")
     assert "expected http:// or https://" in bad.text
     refused = await _call(registry, "http_get", config, url="http://127.0.0.1:1/")

@@ -30,6 +30,7 @@ ignored = true
 
 [mcp.servers.demo]
 command = [{json.dumps(sys.executable)}, {json.dumps(str(DEMO))}]
+trust = true
 
 [mcp.servers.broken]
 command = ["/nonexistent/mcp-server"]
@@ -77,6 +78,10 @@ def _port_free(port: int) -> bool:
         sock.close()
 
 
+AUTH: dict[str, str] = {}
+"""The headers the served notebook wants (its bearer token), set by the ``served`` fixture."""
+
+
 class ClientCall:
     """One MCP ``tools/call`` made by the SDK's client from a thread of the test process."""
 
@@ -87,12 +92,14 @@ class ClientCall:
         self.thread.start()
 
     def _run(self, url: str, tool: str, arguments: dict[str, Any]) -> None:
+        import httpx2
         from mcp.client.session import ClientSession
         from mcp.client.streamable_http import streamable_http_client
 
         async def go() -> Any:
             async with (
-                streamable_http_client(url) as (read, write),
+                httpx2.AsyncClient(headers=AUTH) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
@@ -124,6 +131,7 @@ class ClientWatch:
         self.thread.start()
 
     def _run(self, url: str) -> None:
+        import httpx2
         import mcp_types as mt
         from mcp.client.session import ClientSession
         from mcp.client.streamable_http import streamable_http_client
@@ -134,7 +142,8 @@ class ClientWatch:
 
         async def go() -> None:
             async with (
-                streamable_http_client(url) as (read, write),
+                httpx2.AsyncClient(headers=AUTH) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
                 ClientSession(read, write, message_handler=heard) as session,
             ):
                 await session.initialize()
@@ -184,7 +193,8 @@ def test_config_servers_connect_in_the_background_at_load(kernel: Kernel) -> Non
 
 
 def test_a_connected_servers_tool_streams_progress(kernel: Kernel) -> None:
-    assert "count_slowly  read" in kernel.ok("%mcp tools demo").stdout
+    rows = [line.split()[:3] for line in kernel.ok("%mcp tools demo").stdout.splitlines()]
+    assert ["count_slowly", "read", "yes"] in rows  # trusted in the config file
     kernel.ok("h = %tool count_slowly steps=3 delay=0.05")
     kernel.ok("r = await h")
     assert kernel.value("r.text") == "counted to 3"
@@ -255,6 +265,11 @@ def served(kernel: Kernel) -> Iterator[str]:
     run = kernel.ok("srv = %mcp serve --tools write_note\nawait srv")
     assert "MCP server starting: 1 tool (write_note) at http://127.0.0.1:" in run.text()
     url = kernel.value("srv.url")
+    AUTH.clear()
+    AUTH["Authorization"] = f"Bearer {kernel.value('srv.token')}"
+    shown = kernel.run("srv").text()  # the panel shows the token, and a client config
+    assert AUTH["Authorization"] in shown
+    assert '"mcpServers"' in shown
     assert "already serving" in kernel.run("%mcp serve").error_text
     yield url
     kernel.ok("%mcp stop")

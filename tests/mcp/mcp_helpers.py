@@ -2,7 +2,8 @@
 
 The servers live in ``tests/mcp/servers/``: ``toolbox.py`` and ``changing.py`` (a server whose
 tool list changes; both written with the SDK's MCPServer, stdio or HTTP) and ``kode_stdio.py``
-(kode_nb tools served with ``serve_stdio``).
+(kode_nb tools served with ``serve_stdio``), and ``hostile.py`` (false annotations, huge results,
+malformed tool definitions).
 
 This directory has neither ``__init__.py`` (a test package named ``mcp`` would shadow the SDK)
 nor ``conftest.py`` (a second module named ``conftest`` would shadow ``tests/conftest.py`` for
@@ -29,6 +30,7 @@ SERVERS = Path(__file__).parent / "servers"
 TOOLBOX = str(SERVERS / "toolbox.py")
 KODE_STDIO = str(SERVERS / "kode_stdio.py")
 CHANGING = str(SERVERS / "changing.py")
+HOSTILE = str(SERVERS / "hostile.py")
 
 
 def toolbox_command(record: Path | None = None, name: str = "toolbox") -> list[str]:

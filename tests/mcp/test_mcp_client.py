@@ -125,6 +125,7 @@ async def test_calls_results_errors_and_validation_over_stdio(registry: ToolRegi
 async def test_mutating_mcp_tools_ask_by_default(registry: ToolRegistry) -> None:
     async with await connect("tb", command=toolbox_command()) as conn:
         conn.register()
+        conn.trust()  # annotations decide only for a trusted server
         headless = Executor(registry)  # no approver: what asks is denied
         assert (await headless.call("echo", {"text": "read-only runs"})).status == "ok"
         for name, args in (("add", {"a": 1, "b": 2}), ("remove_item", {"item": "x"})):
@@ -269,7 +270,7 @@ async def test_disconnected_tool_says_so(registry: ToolRegistry) -> None:
     assert registry.get("echo") is None
     elsewhere = ToolRegistry()
     elsewhere.register(stale)
-    result = await Executor(elsewhere).call("echo", {"text": "x"})
+    result = await Executor(elsewhere, approver=AutoApprove()).call("echo", {"text": "x"})
     assert result.is_error
     assert "MCP server 'tb' is disconnected" in result.text
     assert "tb" in repr(conn)

@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -22,8 +23,14 @@ Seen = list[tuple[float, float | None, str | None]]
 
 
 @asynccontextmanager
-async def sdk_client(url: str) -> AsyncIterator[ClientSession]:
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+async def sdk_client(
+    url: str, headers: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -67,7 +74,10 @@ async def call_with_progress(session: ClientSession, tool: str, count: int) -> t
 
 
 async def test_a_flood_of_updates_is_throttled_and_ends_with_the_last() -> None:
-    async with await serve(streaming_registry()) as handle, sdk_client(handle.url) as session:
+    async with (
+        await serve(streaming_registry()) as handle,
+        sdk_client(handle.url, handle.headers) as session,
+    ):
         seen, elapsed = await call_with_progress(session, "flood", 100_000)
     print(f"100000 updates in {elapsed:.2f} s -> {len(seen)} progress notifications")
     assert len(seen) <= 20 * elapsed + 2  # at most 20 a second, plus the final one
@@ -79,6 +89,9 @@ async def test_a_flood_of_updates_is_throttled_and_ends_with_the_last() -> None:
 
 
 async def test_a_few_slow_updates_each_get_through() -> None:
-    async with await serve(streaming_registry()) as handle, sdk_client(handle.url) as session:
+    async with (
+        await serve(streaming_registry()) as handle,
+        sdk_client(handle.url, handle.headers) as session,
+    ):
         seen, _ = await call_with_progress(session, "slow", 4)
     assert seen == [(float(i), None, f'{{"step": {i}}}') for i in range(1, 5)]

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx2
 import mcp_helpers
 import mcp_types as mt
 import pytest
@@ -65,8 +66,14 @@ def notes_registry() -> ToolRegistry:
 
 
 @asynccontextmanager
-async def sdk_client(url: str) -> AsyncIterator[ClientSession]:
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+async def sdk_client(
+    url: str, headers: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -89,7 +96,7 @@ async def test_sdk_client_lists_and_calls_over_http() -> None:
         assert handle.url == f"http://127.0.0.1:{handle.port}/mcp"
         assert handle.running
         assert not port_is_free(handle.port)
-        async with sdk_client(handle.url) as session:
+        async with sdk_client(handle.url, handle.headers) as session:
             listing = await session.list_tools()
             tools = {t.name: t for t in listing.tools}
             assert set(tools) == {"read_note", "delete_note", "summarize", "snapshot"}
@@ -129,7 +136,7 @@ async def test_sdk_client_lists_and_calls_over_http() -> None:
 
 async def test_approval_and_argument_errors_reach_the_client_as_is_error() -> None:
     registry = notes_registry()
-    async with await serve(registry) as handle, sdk_client(handle.url) as session:
+    async with await serve(registry) as handle, sdk_client(handle.url, handle.headers) as session:
         denied = await session.call_tool("delete_note", {"name": "todo"})
         assert denied.is_error
         assert isinstance(denied.content[0], mt.TextContent)
@@ -143,7 +150,10 @@ async def test_approval_and_argument_errors_reach_the_client_as_is_error() -> No
             await session.call_tool("nothing", {})
 
     approving = Executor(registry, approver=AutoApprove())
-    async with await serve(registry, executor=approving) as handle, sdk_client(handle.url) as s:
+    async with (
+        await serve(registry, executor=approving) as handle,
+        sdk_client(handle.url, handle.headers) as s,
+    ):
         allowed = await s.call_tool("delete_note", {"name": "todo"})
         assert not allowed.is_error
         assert allowed.content == [mt.TextContent(text="deleted")]
@@ -155,7 +165,7 @@ async def test_patterns_select_the_tools_served() -> None:
     async with await serve(registry, tools=["read_*", "snap*"]) as handle:
         assert handle.tool_names() == ["read_note", "snapshot"]
         assert handle.patterns == ("read_*", "snap*")
-        async with sdk_client(handle.url) as session:
+        async with sdk_client(handle.url, handle.headers) as session:
             names = {t.name for t in (await session.list_tools()).tools}
             assert names == {"read_note", "snapshot"}
             with pytest.raises(MCPError, match="Unknown tool: delete_note"):
@@ -184,7 +194,7 @@ async def test_client_cancellation_cancels_the_call() -> None:
         return "unreachable"
 
     define_tool(wait_forever, kind="read", registry=registry)
-    async with await serve(registry) as handle, sdk_client(handle.url) as session:
+    async with await serve(registry) as handle, sdk_client(handle.url, handle.headers) as session:
         call = asyncio.create_task(session.call_tool("wait_forever", {}))
         await started.wait()
         call.cancel()
@@ -304,7 +314,7 @@ async def test_a_served_subagent_runs_under_the_servers_executor_policy(tmp_path
     executor = Executor(registry, policy=Policy(deny=["parent_denied"], allowed_paths=[root]))
     async with (
         await serve(registry, tools=["helper"], executor=executor) as handle,
-        sdk_client(handle.url) as session,
+        sdk_client(handle.url, handle.headers) as session,
     ):
         result = await session.call_tool("helper", {"task": "go"})
     executor.close()

@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+import httpx2
 import mcp_types as mt
 import pytest
 from mcp import ClientSession
@@ -36,10 +37,11 @@ class Heard:
 
 @asynccontextmanager
 async def sdk_client(
-    url: str, heard: Heard
+    url: str, heard: Heard, headers: dict[str, str]
 ) -> AsyncIterator[tuple[ClientSession, mt.InitializeResult]]:
     async with (
-        streamable_http_client(url) as (read, write),
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
         ClientSession(read, write, message_handler=heard) as session,
     ):
         yield session, await session.initialize()
@@ -87,7 +89,7 @@ async def test_added_replaced_and_removed_served_tools_are_announced() -> None:
     registry = notes()
     async with await serve(registry, tools=["read_*"]) as handle:
         heard = Heard()
-        async with sdk_client(handle.url, heard) as (session, init):
+        async with sdk_client(handle.url, heard, handle.headers) as (session, init):
             assert init.capabilities.tools is not None
             assert init.capabilities.tools.list_changed is True
             await until_heard(registry, lambda: heard.changes)
@@ -142,7 +144,7 @@ async def test_a_burst_of_changes_is_announced_once_from_any_thread() -> None:
     registry = notes()
     async with await serve(registry) as handle:
         heard = Heard()
-        async with sdk_client(handle.url, heard) as (session, _):
+        async with sdk_client(handle.url, heard, handle.headers) as (session, _):
             await until_heard(registry, lambda: heard.changes)
             heard.changes, before = 0, handle.announced
             tools = []
@@ -171,8 +173,8 @@ async def test_every_connected_client_hears_while_clients_come_and_go() -> None:
     registry = notes()
     async with await serve(registry) as handle:
         first, second = Heard(), Heard()
-        async with sdk_client(handle.url, first) as (one, _):
-            async with sdk_client(handle.url, second):
+        async with sdk_client(handle.url, first, handle.headers) as (one, _):
+            async with sdk_client(handle.url, second, handle.headers):
                 await until_heard(registry, lambda: first.changes and second.changes)
                 first.changes = second.changes = 0
                 registry.unregister("delete_note")
@@ -183,14 +185,20 @@ async def test_every_connected_client_hears_while_clients_come_and_go() -> None:
             await wait_for(lambda: first.changes == 2, what="the remaining client")
             assert second.changes == before
             assert "read_note" not in await names(one)
-        async with sdk_client(handle.url, third := Heard()) as (again, _):  # a new session
+        async with sdk_client(handle.url, third := Heard(), handle.headers) as (
+            again,
+            _,
+        ):  # a new session
             await until_heard(registry, lambda: third.changes)
             assert "read_probe" in await names(again)
 
 
 async def test_a_2026_client_hears_on_its_listen_stream() -> None:
     registry = notes()
-    async with await serve(registry, tools=["read_*"]) as handle, Client(handle.url) as client:
+    async with (
+        await serve(registry, tools=["read_*"], auth=False) as handle,
+        Client(handle.url) as client,
+    ):
         assert client.protocol_version == "2026-07-28"
         assert client.server_capabilities.tools is not None
         assert client.server_capabilities.tools.list_changed is True
@@ -210,7 +218,10 @@ async def test_a_2026_client_hears_on_its_listen_stream() -> None:
 
 async def test_kode_nb_client_follows_kode_nb_server() -> None:
     served, mine = notes(), ToolRegistry(name="mine")
-    async with await serve(served) as handle, await connect("nb", url=handle.url) as conn:
+    async with (
+        await serve(served) as handle,
+        await connect("nb", url=handle.url, headers=handle.headers) as conn,
+    ):
         conn.register(mine)
         await until_heard(served, lambda: mine.get("read_probe"))
         await conn.tools_refreshed()
@@ -232,7 +243,10 @@ async def test_kode_nb_client_follows_kode_nb_server() -> None:
 
 async def test_a_notebook_connected_to_its_own_endpoint_is_not_served_its_copies() -> None:
     registry = notes()
-    async with await serve(registry) as handle, await connect("me", url=handle.url) as me:
+    async with (
+        await serve(registry) as handle,
+        await connect("me", url=handle.url, headers=handle.headers) as me,
+    ):
         me.register(registry)  # the copies clash with the originals: me_read_note, ...
         await asyncio.sleep(0.5)  # served back, they would come round again, renamed, forever
         await me.tools_refreshed()
@@ -252,8 +266,8 @@ async def test_two_servers_connected_to_each_other_settle() -> None:
     async with (
         await serve(here) as a,
         await serve(there) as b,
-        await connect("b", url=b.url) as to_b,
-        await connect("a", url=a.url) as to_a,
+        await connect("b", url=b.url, headers=b.headers) as to_b,
+        await connect("a", url=a.url, headers=a.headers) as to_a,
     ):
         to_b.register(here)  # each notebook uses the other's tools, and serves its own...
         to_a.register(there)  # ...and those copies: each hears of the other's changes
