@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "define_tool": "kode_nb.define",
     "deny": "kode_nb.approval",
     "register_subagent": "kode_nb.agents.subagent",
+    "settle": "kode_nb.magics",
     "tool": "kode_nb.define",
     "use_registry": "kode_nb.registry",
 }
@@ -102,6 +103,7 @@ __all__ = [
     "define_tool",
     "deny",
     "register_subagent",
+    "settle",
     "tool",
     "use_registry",
 ]
@@ -196,6 +198,9 @@ if TYPE_CHECKING:
     )
     from kode_nb.executor import (
         ToolCall as ToolCall,
+    )
+    from kode_nb.magics import (
+        settle as settle,
     )
     from kode_nb.policy import (
         Policy as Policy,

@@ -334,7 +334,10 @@ class ExecutorCore(CallControl):
         )  # fmt: skip
         if self.bus.active:
             self.bus.emit(_terminal_event(st, result, issues, timeout))
-        st.registry.record_call(st.plan.name, duration, is_error)
+        if status == "denied":  # counted apart from failures
+            st.registry.record_call(st.plan.name, duration, False, denied=True)
+        else:
+            st.registry.record_call(st.plan.name, duration, is_error)
         return result
 
 

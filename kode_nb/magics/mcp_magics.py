@@ -43,7 +43,7 @@ import argparse
 import importlib
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -194,39 +194,45 @@ def _connect(state: NotebookMcp, words: list[str]) -> None:
 
 
 def _print_list(state: NotebookMcp) -> None:
+    from IPython.display import display
+
+    from kode_nb.ui.records import table_record
+
     rows, notes = [], []
     for name, status in state.states.items():
         connection = state.manager.get(name) if state._manager is not None else None
-        where = connection.config.transport if connection is not None else "-"
-        tools = str(len(state.tool_names(name))) if status == "connected" else "-"
-        rows.append((name, status, where, tools))
+        where = connection.config.transport if connection is not None else None
+        tools = len(state.tool_names(name)) if status == "connected" else None
+        rows.append({"server": name, "state": status, "transport": where, "tools": tools})
         error = connection.refresh_error if connection is not None else None
         if error and status == "connected":
             notes.append(f"{name}: tools refresh failed: {error} (the tools listed before stay)")
-    if rows:
-        print(_table(("SERVER", "STATE", "TRANSPORT", "TOOLS"), rows))
-        for note in notes:
-            print(note)
-    else:
-        print(
-            "No MCP servers (connect one with %mcp connect NAME -- CMD or %mcp connect NAME URL)."
-        )
     if state.server is not None:
-        print(f"Serving {state.server.describe()}")
+        notes.append(f"Serving {state.server.describe()}")
+    columns = [("server", "server"), ("state", "state"), ("transport", "transport"),
+               ("tools", "tools", "right")]  # fmt: skip
+    display(
+        table_record(
+            "MCP servers", columns, rows, note="\n".join(notes) or None,
+            empty="No MCP servers (connect one with %mcp connect NAME -- CMD or %mcp connect NAME URL).",
+        )
+    )  # fmt: skip
 
 
 def _print_tools(state: NotebookMcp, name: str) -> None:
+    from IPython.display import display
+
+    from kode_nb.ui.records import table_record
+
     rows = []
     for tool_name in state.tool_names(name):
         tool = state.session.registry.get(tool_name)
         if tool is not None:
             summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
-            rows.append((tool.name, tool.kind.value, summary[:70]))
-    print(_table(("TOOL", "KIND", "DESCRIPTION"), rows) if rows else f"{name!r} lists no tools.")
-
-
-def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-             for row in (header, tuple("-" * w for w in widths), *rows)]  # fmt: skip
-    return "\n".join(lines)
+            rows.append({"tool": tool.name, "kind": tool.kind.value, "description": summary[:70]})
+    columns = [("tool", "tool"), ("kind", "kind"), ("description", "description")]
+    display(
+        table_record(
+            f"Tools of MCP server {name!r}", columns, rows, empty=f"{name!r} lists no tools."
+        )
+    )

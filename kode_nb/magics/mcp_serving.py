@@ -41,20 +41,23 @@ class StatusLine:
 
     def __init__(self, session: KodeSession, text: str) -> None:
         self.text = text
-        self._handle: DisplayHandle | None = None
+        self.display_handle: DisplayHandle | None = None
+        self.final = False
+        """True once :meth:`set` gave the last state."""
 
-    def _bundle(self) -> dict[str, str]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return {"text/plain": self.text, "text/html": f"<code>{html.escape(self.text)}</code>"}
 
     def show(self) -> None:
         from IPython.display import display
 
-        self._handle = display(self._bundle(), raw=True, display_id=True)
+        self.display_handle = display(self, display_id=True)
 
-    def set(self, text: str) -> None:
+    def set(self, text: str, *, final: bool = True) -> None:
         self.text = text
-        if self._handle is not None:
-            self._handle.update(self._bundle(), raw=True)
+        self.final = final
+        if self.display_handle is not None:
+            self.display_handle.update(self)
 
 
 class _ServedCallView(CallView):

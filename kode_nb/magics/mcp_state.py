@@ -137,6 +137,7 @@ class NotebookMcp:
 
         line = StatusLine(self.session, f"MCP server {name!r} ({config.transport}): connecting…")
         line.show()
+        self.session.remember(line)
         self._spawn(self._connect(config, line), f"kode_nb MCP connect {name}")
 
     async def _connect(self, config: McpServerConfig, line: Any) -> None:
