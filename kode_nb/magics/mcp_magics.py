@@ -13,9 +13,9 @@ Usage::
                                         127.0.0.1 (``--tools``: fnmatch patterns; default all)
     %mcp stop                           stop serving (the port is free when it returns)
 
-**Never blocking the cell.** In a kernel, connecting runs as a task on the kernel's loop: the
-cell returns at once with a status line that turns into the server's tool list (``await
-get_session().mcp.ready()`` waits for every connection in progress). Serving starts the same
+**Never blocking the loop.** In a kernel, connecting runs as a task on the kernel's loop; the
+cell awaits it (at most 30 s, :mod:`kode_nb.magics.awaiting`) and prints the server's tool
+list, so the next cell can use the tools. Serving starts the same
 way; ``%mcp serve`` returns a :class:`~kode_nb.magics.mcp_serving.NotebookServer` (``await``
 it to wait until it listens; ``.url``, ``.stop()``, ``.approve()``). The Python API is
 ``get_session().mcp.serve(tools=..., port=...)``. In terminal IPython (no running loop) each

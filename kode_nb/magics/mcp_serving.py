@@ -25,6 +25,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 from kode_nb.executor import Executor
 from kode_nb.types import ToolResult
 from kode_nb.ui.call_view import CallView
+from kode_nb.ui.html import fmt_duration
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
     from kode_nb.mcp.server import McpServerHandle
     from kode_nb.ui.approval import ApprovalPrompt
+    from kode_nb.ui.records import Record
 
 __all__ = ["NotebookServer", "StatusLine"]
 
@@ -119,6 +121,8 @@ class NotebookServer:
         self.stopped = False
         self._task: asyncio.Task[None] | None = None
         self._waiters: list[asyncio.Future[bool]] = []
+        self._asks = 0  # approval prompts shown so far
+        self._seen = 0  # ... of which approval() has reported
         self._executor = _ServedExecutor(self)
         self._widgets = session.style == "widget"
         self._status = "starting"
@@ -265,20 +269,26 @@ class NotebookServer:
         return None
 
     def _asked(self) -> None:
+        self._asks += 1
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(True)
         self._waiters.clear()
 
     async def approval(self, timeout: float | None = None) -> bool:
-        """Wait until an outside call waits for approval: True (False once stopped)."""
+        """Wait until an outside call waits for approval: True. False at once when a prompt
+        appeared since the last ``approval()`` and was decided already (a click), or once
+        stopped."""
+        seen, self._seen = self._seen, self._asks
         if self.waiting_prompt() is not None:
             return True
-        if self.stopped or not self._widgets:
+        if self._asks > seen or self.stopped or not self._widgets:
             return False
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
-        return await asyncio.wait_for(future, timeout)
+        asked = await asyncio.wait_for(future, timeout)
+        self._seen = self._asks
+        return asked
 
     def approve(self, *, always: bool = False) -> bool:
         """Approve the oldest waiting outside call, as its Approve button does."""
@@ -304,24 +314,55 @@ class NotebookServer:
             "those that need approval wait for your click.</small>"
         )
 
-    def _bundle(self) -> dict[str, str]:
+    def _bundle(self) -> dict[str, Any]:
+        if self.stopped:  # final: the static record of what was served
+            return self.record().bundle()
         return {
             "text/plain": f"MCP server {self._status}: {self.describe()}",
             "text/html": self._header_html(),
         }
 
+    def record(self) -> Record:
+        """The panel's static record: the endpoint, how it ended, and the outside calls."""
+        from kode_nb.ui.records import call_status, table_record
+
+        rows = [
+            {"tool": r.tool, "status": call_status(r), "duration": fmt_duration(r.duration),
+             "call_id": r.call_id, "result": _first_line(r.text)}
+            for r in self.results
+        ]  # fmt: skip
+        columns = [("tool", "tool"), ("status", "status"), ("duration", "duration", "right"),
+                   ("call_id", "call id"), ("result", "result")]  # fmt: skip
+        return table_record(
+            f"MCP server {self._status}: {self.describe()}", columns, rows,
+            empty="No calls from MCP clients.",
+            note=f"{len(rows)} call{'s' if len(rows) != 1 else ''} from MCP clients",
+        )  # fmt: skip
+
+    @property
+    def final(self) -> bool:
+        """True once the server has stopped (its panel shows its static record)."""
+        return self.stopped
+
+    @property
+    def display_handle(self) -> DisplayHandle | None:
+        return self._display
+
     def show(self) -> None:
         """Display the panel (once per cell; ``%mcp serve`` does)."""
         from IPython.display import display
 
+        from kode_nb.ui.cell_display import display_in_cell
+
         self._shown_in = getattr(self.session.shell, "execution_count", None)
-        if self._widgets:
-            if self._panel is None:
-                self._header = W.HTML(self._header_html())
-                self._panel = _Panel(self, [self._header])
-            display(self._panel)
-        else:
-            self._display = display(self._bundle(), raw=True, display_id=True)
+        if self._display is not None:
+            display(self._panel or _Static(self), display_id=self._display.display_id)
+            return
+        if self._widgets and self._panel is None:
+            self._header = W.HTML(self._header_html())
+            self._panel = _Panel(self, [self._header])
+        self._display = display_in_cell(self._panel or _Static(self))
+        self.session.remember(_Static(self))
 
     def _ipython_display_(self) -> None:
         if getattr(self.session.shell, "execution_count", None) != self._shown_in:
@@ -331,9 +372,32 @@ class NotebookServer:
         self._status = status
         if self._header is not None:
             self._header.value = self._header_html()
-        if self._display is not None:
-            with contextlib.suppress(Exception):
-                self._display.update(self._bundle(), raw=True)
+        if self._display is not None and (self.stopped or not self._widgets):
+            with contextlib.suppress(Exception):  # widgets: only the final record replaces them
+                self._display.update(_Static(self))
+
+
+class _Static:
+    """What displays a server's panel without widgets, or once it has stopped."""
+
+    def __init__(self, server: NotebookServer) -> None:
+        self.server = server
+
+    @property
+    def final(self) -> bool:
+        return self.server.stopped
+
+    @property
+    def display_handle(self) -> DisplayHandle | None:
+        return self.server.display_handle
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return self.server._bundle()
+
+
+def _first_line(text: str, limit: int = 80) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 class _Panel(W.VBox):  # type: ignore[misc]
@@ -344,6 +408,8 @@ class _Panel(W.VBox):  # type: ignore[misc]
         super().__init__(children, layout=W.Layout(border="1px solid #9ab", padding="4px 8px"))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.server.stopped:  # final: the static record, no widget
+            return self.server._bundle()
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data.update(self.server._bundle())
         return data
