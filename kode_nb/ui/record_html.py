@@ -121,11 +121,10 @@ def approval_line(approval: Mapping[str, Any] | None) -> str:
 def _arguments_html(arguments: Any) -> str:
     if arguments is None or arguments == {}:
         return ""
+    compact = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    if len(compact) <= FOLD_CHARS and "\n" not in compact.strip():
+        return f"<div>arguments <code>{_esc(compact)}</code></div>"
     text = _json(arguments)
-    if len(text) <= FOLD_CHARS and "\n" not in text.strip():
-        return f"<div>arguments <code>{_esc(text)}</code></div>"
-    if not isinstance(arguments, str):
-        text = json.dumps(arguments, indent=2, ensure_ascii=False)
     return f"<details><summary>arguments ({len(text):,} characters)</summary>{_pre(text)}</details>"
 
 
