@@ -50,7 +50,8 @@ def test_a_connect_line_is_followed_by_a_wait() -> None:
     assert out[0] == "import sys\n"
     assert out[1].endswith(".expect_wait()\n")
     assert out[2] == lines[1]
-    assert out[3].startswith("await ") and out[3].endswith(".wait_for_connections()\n")
+    assert out[3].startswith("await ")
+    assert out[3].endswith(".wait_for_connections()\n")
     assert out[4] == "x = 1\n"
     compile("".join(out), "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 

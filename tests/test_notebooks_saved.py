@@ -51,7 +51,8 @@ def test_no_widget_outputs_and_no_first_states(path: Path) -> None:
             if RECORD.match(mime):
                 records += 1
                 assert {"text/html", "text/plain"} <= set(data), f"cell {cell}: no fallback"
-                assert isinstance(value, dict) and value.get("schema"), f"cell {cell}"
+                assert isinstance(value, dict), f"cell {cell}"
+                assert value.get("schema"), f"cell {cell}"
         shown = _text(data.get("text/plain", "")) + _text(out.get("text", ""))
         assert not FIRST_STATES.search(shown), f"cell {cell} holds a first state: {shown[:200]!r}"
     assert records > 0
@@ -75,6 +76,7 @@ def test_finished_calls_and_runs_are_final_records() -> None:
                 match = RECORD.match(mime)
                 if match and match.group(1) in ("call", "run"):
                     statuses.setdefault(match.group(1), []).append(value["status"])
-    assert statuses["call"] and statuses["run"]
+    assert statuses["call"]
+    assert statuses["run"]
     assert set(statuses["run"]) == {"completed"}
     assert set(statuses["call"]) <= {"ok", "invalid", "denied"}
