@@ -89,7 +89,7 @@ def test_a_call_record_holds_status_approval_stream_and_result() -> None:
     assert data["duration"] == 0.25
     assert "✔ Always allowed" in record.html
     assert record.html.count("write_note") == 1  # one header, not repeated by the result
-    assert record.text == "[ok] write_note (250 ms)\n✔ Always allowed\nSaved."
+    assert record.text == "write_note: ok in 250 ms\n✔ Always allowed\nSaved."
 
 
 @pytest.mark.parametrize(

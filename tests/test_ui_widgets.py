@@ -176,7 +176,7 @@ async def test_call_view_follows_events_streams_updates_and_shows_the_result() -
     assert record["approval"] == {"decision": "approved", "reason": None}
     assert record["updates"] == {"text": expected, "count": 1001, "truncated": False}
     assert "999 " in data["text/html"]
-    assert data["text/plain"] == "[ok] count (500 ms)\n✔ Approved\n3"
+    assert data["text/plain"] == "count: ok in 500 ms\n✔ Approved\n3"
     view.finish(ToolResult.error("ignored"))  # idempotent
     assert view.state == "ok"
 

@@ -166,9 +166,9 @@ def call_html(data: Mapping[str, Any]) -> str:
 
 
 def call_text(data: Mapping[str, Any]) -> str:
-    head = f"[{data['status']}] {data['tool']}"
+    head = f"{data['tool']}: {str(data['status']).replace('_', ' ')}"
     took = fmt_seconds(data.get("duration"))
-    head += f" ({took})" if took else ""
+    head += f" in {took}" if took else ""
     decided = approval_line(data.get("approval"))
     lines = [head] + ([decided] if decided else [])
     text = str((data.get("result") or {}).get("text") or "")
