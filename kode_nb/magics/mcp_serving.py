@@ -72,6 +72,11 @@ class _ServedCallView(CallView):
         if self.server is not None:
             self.server._asked()
 
+    def on_event(self, event: Any) -> None:
+        super().on_event(event)
+        if event.type == "approval_resolved" and self.server is not None:
+            self.server._decided += 1
+
 
 class _ServedExecutor(Executor):
     """What :func:`kode_nb.mcp.serve` calls: hands each call to the session's executor (the
@@ -121,8 +126,8 @@ class NotebookServer:
         self.stopped = False
         self._task: asyncio.Task[None] | None = None
         self._waiters: list[asyncio.Future[bool]] = []
-        self._asks = 0  # approval prompts shown so far
-        self._seen = 0  # ... of which approval() has reported
+        self._decided = 0  # approvals of outside calls decided so far
+        self._decided_before = 0  # ... when the last cell ended
         self._executor = _ServedExecutor(self)
         self._widgets = session.style == "widget"
         self._status = "starting"
@@ -159,6 +164,7 @@ class NotebookServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        self.session.shell.events.register("post_run_cell", self._cell_ended)
         self._task = asyncio.get_running_loop().create_task(
             self._start(), name=f"kode_nb MCP serve {self.port}"
         )
@@ -208,6 +214,8 @@ class NotebookServer:
 
     def _finish_stop(self, status: str) -> None:
         self.stopped = True
+        with contextlib.suppress(ValueError):
+            self.session.shell.events.unregister("post_run_cell", self._cell_ended)
         self._executor.close()
         for waiter in self._waiters:
             if not waiter.done():
@@ -269,26 +277,25 @@ class NotebookServer:
         return None
 
     def _asked(self) -> None:
-        self._asks += 1
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(True)
         self._waiters.clear()
 
+    def _cell_ended(self, result: Any = None) -> None:
+        self._decided_before = self._decided
+
     async def approval(self, timeout: float | None = None) -> bool:
-        """Wait until an outside call waits for approval: True. False at once when a prompt
-        appeared since the last ``approval()`` and was decided already (a click), or once
-        stopped."""
-        seen, self._seen = self._seen, self._asks
+        """Wait until an outside call waits for approval: True. False at once when an approval
+        was decided since the last cell ended (someone clicked before running this cell), or
+        once stopped."""
         if self.waiting_prompt() is not None:
             return True
-        if self._asks > seen or self.stopped or not self._widgets:
+        if self._decided > self._decided_before or self.stopped or not self._widgets:
             return False
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
-        asked = await asyncio.wait_for(future, timeout)
-        self._seen = self._asks
-        return asked
+        return await asyncio.wait_for(future, timeout)
 
     def approve(self, *, always: bool = False) -> bool:
         """Approve the oldest waiting outside call, as its Approve button does."""
