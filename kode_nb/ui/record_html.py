@@ -32,15 +32,17 @@ __all__ = [
 
 MAX_SPANS = 40
 """Spans of a trace drawn in its HTML; the others are summarized as "N more"."""
+# Status marks are symbols common text fonts have (no emoji: a headless browser or a plain
+# terminal shows those as empty boxes).
 TEXT_CHARS = 4_000
 """Characters of one value shown in the HTML (the record's JSON has the whole value)."""
 FOLD_CHARS = 120
 """Arguments longer than this (or on several lines) are folded in a ``<details>``."""
 
 STATUS_ICONS = {
-    "ok": "✅", "completed": "✅", "error": "❌", "invalid": "⚠️", "denied": "⛔",
-    "timeout": "⏱️", "time_limit": "⏱️", "max_turns": "⚠️", "cancelled": "⏹️",
-    "interrupted": "⏹️", "not_found": "❓", "running": "⏳",
+    "ok": "✔", "completed": "✔", "error": "✘", "invalid": "✘", "denied": "✘", "not_found": "✘",
+    "timeout": "⚠", "time_limit": "⚠", "max_turns": "⚠", "cancelled": "■", "interrupted": "■",
+    "running": "…",
 }  # fmt: skip
 _DECISIONS = {
     "approved": "✔ Approved",
@@ -130,7 +132,7 @@ def _arguments_html(arguments: Any) -> str:
 
 def call_head(data: Mapping[str, Any]) -> str:
     return _line(
-        f"🔧 <b>{_esc(data['tool'])}</b> <code>{_esc(data.get('kind') or 'other')}</code>",
+        f"tool <b>{_esc(data['tool'])}</b> <code>{_esc(data.get('kind') or 'other')}</code>",
         _esc(_status(str(data["status"]))),
         _esc(fmt_seconds(data.get("duration"))),
     )
@@ -184,7 +186,7 @@ def run_head(data: Mapping[str, Any]) -> str:
     turns = data.get("turns", 0)
     model = f" <code>{_esc(data['model'])}</code>" if data.get("model") else ""
     return _line(
-        f"🤖 agent <b>{_esc(data['agent'])}</b>{model}",
+        f"agent <b>{_esc(data['agent'])}</b>{model}",
         _esc(_status(str(data["status"]))),
         f"{turns} turn{'s' if turns != 1 else ''}",
         _esc(_tokens(data.get("usage"))),
@@ -199,7 +201,7 @@ def run_html(data: Mapping[str, Any]) -> str:
     interrupted = data.get("interrupted")
     if interrupted:
         parts.append(
-            f"<div>⏹️ <b>interrupted in turn {_esc(interrupted['turn'])}</b>: "
+            f"<div>■ <b>interrupted in turn {_esc(interrupted['turn'])}</b>: "
             f"{_esc(interrupted['reason'])}</div>"
         )
     elif data.get("error"):
@@ -207,7 +209,7 @@ def run_html(data: Mapping[str, Any]) -> str:
     if data.get("output") is not None:
         parts.append(f"<div><b>answer</b></div>{markdown(str(data['output']))}")
     for warning in data.get("warnings") or ():
-        parts.append(f"<div>⚠️ {_esc(warning)}</div>")
+        parts.append(f"<div>⚠ {_esc(warning)}</div>")
     if data.get("trace"):
         parts.append(trace_html(data["trace"]))
     return "".join(parts) + "</div>"
@@ -243,7 +245,7 @@ class _Budget:
 
 def _span_summary(span: Mapping[str, Any]) -> str:
     kind = str(span.get("kind", ""))
-    label = {"run": "🤖 agent", "model_call": "💬 model", "tool_call": "🔧 tool"}.get(kind, kind)
+    label = {"run": "agent", "model_call": "model", "tool_call": "tool"}.get(kind, kind)
     return _line(
         f"{_esc(label)} <b>{_esc(span.get('name', ''))}</b>",
         _esc(_status(str(span.get("status", "")))),
@@ -324,7 +326,7 @@ def trace_html(data: Mapping[str, Any], *, max_spans: int = MAX_SPANS) -> str:
     )
     total = _count(root)
     return (
-        f'<details class="kode-record kode-trace"><summary>🧭 <b>Trace</b> · {total} spans'
+        f'<details class="kode-record kode-trace"><summary><b>Trace</b> · {total} spans'
         f"</summary>{body}{more}</details>"
     )
 
@@ -382,7 +384,7 @@ def card_html(data: Mapping[str, Any]) -> str:
         for fmt, schema in (data.get("schemas") or {}).items()
     )
     return (
-        f'<div class="kode-record kode-card"><div>🔧 <b>{_esc(data["name"])}</b> '
+        f'<div class="kode-record kode-card"><div>tool <b>{_esc(data["name"])}</b> '
         f"<code>{_esc(data['kind'])}</code> · {meta}</div>"
         f"<p>{_esc(data.get('description') or '')}</p>{table}"
         f"<details><summary>JSON schema the model sees</summary>{schemas}</details></div>"
