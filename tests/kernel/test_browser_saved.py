@@ -121,11 +121,12 @@ def test_executed_saved_and_reopened_notebooks_show_final_states(lab: tuple[str,
         _wait_rendered(page, "Final answer: 42.")
         _check_reopened(page, "saved_lab_reopened.png")
 
-    # untrusted: the same content saved under another name by the contents API is not signed,
-    # so JupyterLab sanitizes its HTML (no style attributes survive)
+    # untrusted: a copy saved by the contents API is not signed (the server signs what a trusted
+    # session saves), so JupyterLab sanitizes its HTML (no style attributes survive)
     content = api(base, "/api/contents/saved.ipynb")["content"]
-    for cell in content["cells"]:  # as a notebook from elsewhere: no trust marks
-        cell["metadata"].pop("trusted", None)
+    for cell in content["cells"]:  # as a notebook from elsewhere: no trust marks, and not
+        cell["metadata"].pop("trusted", None)  # the very content this server signed
+    content["metadata"]["copied_from"] = "saved.ipynb"
     api(base, "/api/contents/untrusted.ipynb", "PUT",
         {"type": "notebook", "format": "json", "content": content})  # fmt: skip
     assert api(base, "/api/contents/untrusted.ipynb")["content"]["cells"][2]["metadata"].get(
