@@ -20,7 +20,6 @@ __all__ = [
     "call_html",
     "call_text",
     "card_html",
-    "card_text",
     "markdown",
     "run_html",
     "run_text",
@@ -389,13 +388,6 @@ def card_html(data: Mapping[str, Any]) -> str:
         f"<p>{_esc(data.get('description') or '')}</p>{table}"
         f"<details><summary>JSON schema the model sees</summary>{schemas}</details></div>"
     )
-
-
-def card_text(data: Mapping[str, Any]) -> str:
-    lines = [f"{data['name']} [{data['kind']}]", str(data.get("description") or "")]
-    for p in data.get("parameters") or ():
-        lines.append(f"  {p['name']}: {p['type']}{'' if p['required'] else ' (optional)'}")
-    return "\n".join(lines)
 
 
 def _cell(value: Any) -> str:

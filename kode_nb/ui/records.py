@@ -231,7 +231,7 @@ def trace_record(trace: Trace) -> Record:
 
 def card_record(tool: Tool) -> Record:
     """The record of a tool's card: metadata, parameters and each provider's exact schema."""
-    from kode_nb.ui.tool_html import FORMATS, export_tool, parameter_rows
+    from kode_nb.ui.tool_html import FORMATS, export_tool, parameter_rows, tool_text
 
     params = tool.parameters
     properties: Mapping[str, Any] = params.get("properties") or {}
@@ -262,7 +262,7 @@ def card_record(tool: Tool) -> Record:
         "parameters": rows,
         "schemas": {fmt: _jsonable(export_tool(tool, fmt)) for fmt in FORMATS},
     }
-    return Record("card", data, RH.card_html(data), RH.card_text(data))
+    return Record("card", data, RH.card_html(data), tool_text(tool))
 
 
 # --------------------------------------------------------------------------- tables
