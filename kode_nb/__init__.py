@@ -60,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
     "run_many": "kode_nb.many.core",
+    "settle": "kode_nb.magics",
     "tool": "kode_nb.tools",
     "use_registry": "kode_nb.tools",
     "variant": "kode_nb.many.compare",
@@ -113,6 +114,7 @@ __all__ = [
     "register_secret",
     "register_subagent",
     "run_many",
+    "settle",
     "tool",
     "use_registry",
     "variant",
@@ -181,6 +183,9 @@ if TYPE_CHECKING:
     )
     from kode_nb.execution import (
         ToolCall as ToolCall,
+    )
+    from kode_nb.magics import (
+        settle as settle,
     )
     from kode_nb.many.compare import (
         compare as compare,

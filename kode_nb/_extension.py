@@ -58,6 +58,11 @@ def load_ipython_extension(ipython: Any) -> None:
             previous = formatters[mime].for_type_by_name(module, name, func)
             installed.append((mime, module, name, func, previous))
     magics.installed_formatters = installed
+    if getattr(ipython, "kernel", None) is not None:  # cells wait for MCP connections
+        from kode_nb.magics.awaiting import wait_cells
+
+        if wait_cells not in ipython.input_transformers_post:
+            ipython.input_transformers_post.append(wait_cells)
     from kode_nb.magics.mcp_magics import connect_configured
 
     connect_configured(magics)  # MCP servers of a config file: background task, never raises
@@ -70,6 +75,10 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     magics.close_session()
+    from kode_nb.magics.awaiting import wait_cells
+
+    if wait_cells in ipython.input_transformers_post:
+        ipython.input_transformers_post.remove(wait_cells)
     for kind, table in magics.magics.items():
         for name, method in table.items():
             if manager.magics[kind].get(name) == method:

@@ -172,10 +172,12 @@ cmd_lab() {
     ensure_labextension "$VENV"
     use_jupyter_state "$VENV/jupyter-state"
     quiet_lab_news
-    local args=(--ip=127.0.0.1 "--ServerApp.root_dir=$ROOT")
+    # The URL printed (and opened) is the quickstart notebook's own, not the Launcher's.
+    local args=(--ip=127.0.0.1 "--ServerApp.root_dir=$ROOT"
+        --LabApp.default_url=/lab/tree/notebooks/01-quickstart.ipynb)
     [[ "$(id -u)" == 0 ]] && args+=(--allow-root)
-    log "starting JupyterLab on http://127.0.0.1 (Ctrl-C to stop)"
-    exec "$VENV/bin/jupyter" lab "${args[@]}" "$@" notebooks/01-quickstart.ipynb
+    log "starting JupyterLab on the quickstart notebook (open the URL printed below; Ctrl-C to stop)"
+    exec "$VENV/bin/jupyter" lab "${args[@]}" "$@"
 }
 
 STEPS=()

@@ -42,14 +42,11 @@ here, in the notebook.""",
 ## 1. Connect a server
 
 `%mcp connect NAME -- CMD ARGS...` starts a stdio server (`%mcp connect NAME URL` reaches an HTTP
-one). The cell returns at once; the status line turns into the server's tool list when it is up.
-Servers listed in `kode_nb.toml` (`[mcp.servers.NAME]`) connect by themselves at `%load_ext`.""",
+one). The cell waits until the server is up (at most 30 s) and lists its tools, so the next cell
+can use them. Servers listed in `kode_nb.toml` (`[mcp.servers.NAME]`) connect by themselves at
+`%load_ext`; the first cell after it waits for them the same way.""",
     ),
     ("py", "import sys\n%mcp connect demo -- {sys.executable} mcp_demo_server.py"),
-    (
-        "py",
-        "from kode_nb.magics import get_session\n\nmcp = get_session().mcp\nawait mcp.ready()",
-    ),
     (
         "md",
         """\

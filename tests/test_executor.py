@@ -155,7 +155,8 @@ async def test_policy_refusal_names_the_rule(reg: ToolRegistry) -> None:
     assert "denied by 'add'" in result.text
     assert result.error_type == "ToolPermissionError"
     assert rec.types == ["requested", "failed"]
-    assert reg.stats("add").failures == 1
+    stats = reg.stats("add")
+    assert (stats.calls, stats.failures, stats.denials) == (1, 0, 1)  # a denial, not a failure
 
 
 async def test_invalid_arguments_list_each_field_and_end_with_invalid_event(

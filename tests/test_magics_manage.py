@@ -49,11 +49,14 @@ def test_tools_lists_with_stats_and_filters(ip: Any, capsys: pytest.CaptureFixtu
     _out(capsys)
     ip.run_line_magic("tools", "")
     lines = _out(capsys).splitlines()
-    assert lines[0].split() == ["name", "kind", "category", "groups", "calls", "failures", "mean"]
-    assert lines[2].split()[:6] == ["read_note", "read", "custom", "notes", "1", "0"]
-    assert lines[3].split() == ["stats", "read", "custom", "notes", "0", "0", "—"]
+    assert lines[0] == "registry test: 2 tools"
+    assert lines[1].split() == [
+        "NAME", "KIND", "CATEGORY", "GROUPS", "CALLS", "FAILURES", "DENIALS", "MEAN", "P95",
+    ]  # fmt: skip
+    assert lines[3].split()[:7] == ["read_note", "read", "custom", "notes", "1", "0", "0"]
+    assert lines[4].split() == ["stats", "read", "custom", "notes", "0", "0", "0", "—", "—"]
     ip.run_line_magic("tools", "--kind edit")
-    assert _out(capsys).strip() == "No tools."
+    assert _out(capsys).strip() == "registry test: 0 tools\nNo tools."
     ip.run_line_magic("tools", "list --group notes")
     assert "read_note" in _out(capsys)
 

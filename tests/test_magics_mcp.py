@@ -52,9 +52,11 @@ def test_connect_list_tools_call_disconnect(ip: Any, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert out == "MCP server 'demo': connected, 3 tools: count_slowly, forget_note, word_count\n"
     ip.run_line_magic("mcp", "list")
-    assert capsys.readouterr().out.splitlines()[2].split() == ["demo", "connected", "stdio", "3"]
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[:2] == ["MCP servers", "SERVER  STATE      TRANSPORT  TOOLS"]
+    assert listing[3].split() == ["demo", "connected", "stdio", "3"]
     ip.run_line_magic("mcp", "tools demo")
-    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[2:]]
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[3:]]
     assert rows == [
         ["count_slowly", "read", "no"], ["forget_note", "delete", "no"], ["word_count", "read", "no"]
     ]  # fmt: skip
@@ -69,7 +71,7 @@ def test_connect_list_tools_call_disconnect(ip: Any, capsys: pytest.CaptureFixtu
     assert "Disconnected MCP server 'demo' (3 tools removed)." in capsys.readouterr().out
     assert not session.registry.has("word_count")
     ip.run_line_magic("mcp", "")  # no subcommand: list
-    assert capsys.readouterr().out.startswith("No MCP servers")
+    assert capsys.readouterr().out.startswith("MCP servers\nNo MCP servers")
 
 
 def test_trust_and_untrust(ip: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -113,8 +115,8 @@ def test_list_says_when_refreshing_a_servers_tools_failed(
     capsys.readouterr()
     ip.run_line_magic("mcp", "list")
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2].split() == ["ch", "connected", "stdio", "11"]
-    assert lines[3] == (
+    assert lines[3].split() == ["ch", "connected", "stdio", "11"]
+    assert lines[4] == (
         "ch: tools refresh failed: listing its tools failed: error -32603: the tool catalogue "
         "is being rebuilt (the tools listed before stay)"
     )
@@ -122,7 +124,7 @@ def test_list_says_when_refreshing_a_servers_tools_failed(
     session.mcp._run(connection.tools_refreshed())
     ip.run_line_magic("mcp", "list")
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split() for line in lines[2:]] == [["ch", "connected", "stdio", "12"]]  # no note
+    assert [line.split() for line in lines[3:]] == [["ch", "connected", "stdio", "12"]]  # no note
 
 
 def test_a_server_that_cannot_start_is_reported_and_can_be_retried(

@@ -17,7 +17,6 @@ from kode_nb.events._events import ApprovalRequested, ApprovalResolved, CallStar
 from kode_nb.policy._approval import ApprovalRequest, approve
 from kode_nb.ui.approval import ApprovalPrompt, WidgetApprover
 from kode_nb.ui.call_view import CallView
-from kode_nb.ui.card import ToolCard
 from kode_nb.ui.handle import CallHandle
 from kode_nb.ui.static_view import StaticCallView
 from kode_nb.ui.stream import StreamView
@@ -170,10 +169,14 @@ async def test_call_view_follows_events_streams_updates_and_shows_the_result() -
     assert view.updates == 1001
     assert view.state == "ok"
     assert "500 ms" in view.header.value
-    data = view._repr_mimebundle_()
-    assert WIDGET_VIEW in data
+    data = view._repr_mimebundle_()  # final: the static record, no widget
+    assert WIDGET_VIEW not in data
+    record = data["application/vnd.kode-nb.call+json"]
+    assert record["status"] == "ok"
+    assert record["approval"] == {"decision": "approved", "reason": None}
+    assert record["updates"] == {"text": expected, "count": 1001, "truncated": False}
     assert "999 " in data["text/html"]
-    assert data["text/plain"] == "count: ok in 500 ms\n3"
+    assert data["text/plain"] == "count: ok in 500 ms\n✔ Approved\n3"
     view.finish(ToolResult.error("ignored"))  # idempotent
     assert view.state == "ok"
 
@@ -216,18 +219,6 @@ def _tool() -> Any:
         return a + b
 
     return define_tool(add, kind="think", registry=None)
-
-
-def test_tool_card_switches_the_schema_format() -> None:
-    card = ToolCard(_tool())
-    assert "&quot;function&quot;" in card.schema.value  # OpenAI shape
-    card.format.value = "anthropic"
-    assert "input_schema" in card.schema.value
-    card.format.value = "gemini"
-    assert "input_schema" not in card.schema.value
-    data = card._repr_mimebundle_()
-    assert "<summary>MCP</summary>" in data["text/html"]
-    assert data["text/plain"].startswith("add [think]")
 
 
 async def test_static_text_view_prints_the_stream_and_the_result(

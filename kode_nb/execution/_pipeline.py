@@ -384,7 +384,10 @@ class CallSteps:
         )  # fmt: skip
         if self._settings.bus.active:
             self._settings.bus.emit(_terminal_event(st, result, issues, timeout))
-        st.registry.record_call(st.plan.name, duration, is_error)
+        if status == "denied":  # counted apart from failures
+            st.registry.record_call(st.plan.name, duration, False, denied=True)
+        else:
+            st.registry.record_call(st.plan.name, duration, is_error)
         return result
 
 

@@ -14,7 +14,7 @@ from kode_nb.magics.kode_magics import KodeMagics
 if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
 
-__all__ = ["KodeMagics", "get_session"]
+__all__ = ["KodeMagics", "get_session", "settle"]
 
 
 def get_session(shell: Any = None) -> KodeSession:
@@ -32,3 +32,10 @@ def get_session(shell: Any = None) -> KodeSession:
         )
     session: KodeSession = magics.session
     return session
+
+
+async def settle(timeout: float | None = 60.0) -> int:
+    """Wait until every call, agent run and MCP connection started from this kernel has ended
+    (see :meth:`~kode_nb.magics.session.KodeSession.settle`); ``await kode_nb.settle()`` as the
+    last cell of a notebook run by ``jupyter nbconvert --execute`` saves every view final."""
+    return await get_session().settle(timeout)

@@ -393,6 +393,7 @@ def start_run(session: KodeSession, agent: Agent, prompt: str, *, close: Any = N
     handle = AgentHandle(agent=agent, run_id=run_id, view=view, shell=session.shell)
     session.runs.add(handle)
     view.show()
+    session.remember(view)
     subscription = session.bus.subscribe(view.on_update, types=("update",))
 
     async def run() -> Any:

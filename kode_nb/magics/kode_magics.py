@@ -18,7 +18,8 @@ from IPython.core.magic import (
     magics_class,
     no_var_expand,
 )
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.core.magic_arguments import parse_argstring as _parse_argstring
 from traitlets import CaselessStrEnum, Float, Int, TraitError, Unicode, observe, validate
 
 from kode_nb.magics.redacted import redacted_errors
@@ -36,6 +37,27 @@ __all__ = ["KodeMagics"]
 _KINDS = tuple(kind.value for kind in ToolKind)
 _CATEGORIES = tuple(category.value for category in ToolCategory)
 _FORMATS = ("openai", "openai-strict", "anthropic", "gemini", "mcp")
+
+
+def parse_argstring(magic: Any, line: str) -> Any:
+    """``magic_arguments.parse_argstring``, with "did you mean" for a mistyped option."""
+    import difflib
+    import re
+
+    try:
+        return _parse_argstring(magic, line)
+    except UsageError as exc:
+        message = str(exc)
+        unknown = re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", message.partition("arguments:")[2])
+        options = [o for a in magic.parser._actions for o in a.option_strings]
+        hints = [
+            f"{u}: did you mean {close[0]}?"
+            for u in unknown
+            if (close := difflib.get_close_matches(u, options, n=1, cutoff=0.6))
+        ]
+        if not hints:
+            raise
+        raise UsageError(f"{message}; " + "; ".join(hints)) from None
 
 
 @magics_class
@@ -332,3 +354,17 @@ class KodeMagics(Magics):
         from kode_nb.magics import agent_magics
 
         agent_magics.model_line(self.session, self.shell, line)
+
+
+def _usage(magic: Any, old: str, new: str) -> None:
+    """Put the magic's real usage lines in ``%magic?`` (magic_arguments writes ``%name`` only)."""
+    magic.__doc__ = (magic.__doc__ or "").replace(old, new, 1)
+
+
+_usage(
+    KodeMagics.tool,
+    "  %tool [",
+    "  %tool NAME key=value ...    call a tool (or %tool NAME {JSON}; key=$var passes a variable)\n"
+    "  %%tool [",
+)
+_usage(KodeMagics.ask, "  %ask [", "  %%ask [")

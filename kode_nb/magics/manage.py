@@ -41,17 +41,13 @@ def require_tool(session: KodeSession, name: str, magic: str) -> Tool:
 
 
 def show_tool(session: KodeSession, tool: Tool) -> None:
-    """The tool card: a widget with a format switch, or static HTML without widgets."""
+    """The tool card: a static record (the extension draws its provider switch; without it,
+    the HTML shows each provider's schema in a ``<details>``)."""
     from IPython.display import display
 
-    if session.style == "widget":
-        from kode_nb.ui.card import ToolCard
+    from kode_nb.ui.records import card_record
 
-        display(ToolCard(tool))
-    else:
-        from kode_nb.ui.tool_html import tool_html, tool_text
-
-        _display(tool_html(tool), tool_text(tool))
+    display(card_record(tool))
 
 
 # --------------------------------------------------------------------------- %tools
@@ -77,7 +73,9 @@ def tools_command(session: KodeSession, args: Any) -> None:
         if args.group:
             tools = [t for t in tools if t.key in _group_members(session, args.group)]
         stuck = session.executor.stuck()  # worker threads still running timed-out calls
-        _display(T.registry_html(registry, tools, stuck), T.registry_text(registry, tools, stuck))
+        from IPython.display import display
+
+        display(T.registry_record(registry, tools, stuck))
         return
     if not args.name:
         raise UsageError(f"%tools {args.action} needs a tool name: %tools {args.action} NAME")

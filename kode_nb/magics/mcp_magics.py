@@ -18,9 +18,9 @@ Usage::
                                         (``--no-auth``: none, with a warning)
     %mcp stop                           stop serving (the port is free when it returns)
 
-**Never blocking the cell.** In a kernel, connecting runs as a task on the kernel's loop: the
-cell returns at once with a status line that turns into the server's tool list (``await
-get_session().mcp.ready()`` waits for every connection in progress). Serving starts the same
+**Never blocking the loop.** In a kernel, connecting runs as a task on the kernel's loop; the
+cell awaits it (at most 30 s, :mod:`kode_nb.magics.awaiting`) and prints the server's tool
+list, so the next cell can use the tools. Serving starts the same
 way; ``%mcp serve`` returns a :class:`~kode_nb.magics.mcp_serving.NotebookServer` (``await``
 it to wait until it listens; ``.url``, ``.stop()``, ``.approve()``). The Python API is
 ``get_session().mcp.serve(tools=..., port=...)``. In terminal IPython (no running loop) each
@@ -54,7 +54,7 @@ import argparse
 import importlib
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -219,12 +219,16 @@ def _connect(state: NotebookMcp, words: list[str]) -> None:
 
 
 def _print_list(state: NotebookMcp) -> None:
+    from IPython.display import display
+
+    from kode_nb.ui.records import table_record
+
     rows, notes = [], []
     for name, status in state.states.items():
         connection = state.manager.get(name) if state._manager is not None else None
-        where = connection.config.transport if connection is not None else "-"
-        tools = str(len(state.tool_names(name))) if status == "connected" else "-"
-        rows.append((name, status, where, tools))
+        where = connection.config.transport if connection is not None else None
+        tools = len(state.tool_names(name)) if status == "connected" else None
+        rows.append({"server": name, "state": status, "transport": where, "tools": tools})
         error = connection.refresh_error if connection is not None else None
         if error and status == "connected":
             notes.append(f"{name}: tools refresh failed: {error} (the tools listed before stay)")
@@ -232,34 +236,38 @@ def _print_list(state: NotebookMcp) -> None:
         if skipped and status == "connected":
             notes.append(f"{name}: {plural(len(skipped), 'tool')} skipped: {', '.join(skipped)}"
                          f" (see %mcp tools {name})")  # fmt: skip
-    if rows:
-        print(_table(("SERVER", "STATE", "TRANSPORT", "TOOLS"), rows))
-        for note in notes:
-            print(note)
-    else:
-        print(
-            "No MCP servers (connect one with %mcp connect NAME -- CMD or %mcp connect NAME URL)."
-        )
     if state.server is not None:
-        print(f"Serving {state.server.describe()}")
+        notes.append(f"Serving {state.server.describe()}")
+    columns = [("server", "server"), ("state", "state"), ("transport", "transport"),
+               ("tools", "tools", "right")]  # fmt: skip
+    display(
+        table_record(
+            "MCP servers", columns, rows, note="\n".join(notes) or None,
+            empty="No MCP servers (connect one with %mcp connect NAME -- CMD or %mcp connect NAME URL).",
+        )
+    )  # fmt: skip
 
 
 def _print_tools(state: NotebookMcp, name: str) -> None:
+    from IPython.display import display
+
+    from kode_nb.ui.records import table_record
+
     rows = []
     for tool_name in state.tool_names(name):
         tool = state.session.registry.get(tool_name)
         if tool is not None:
             summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
             trusted = "yes" if tool.approval is None else "no"
-            rows.append((tool.name, tool.kind.value, trusted, summary[:70]))
-    header = ("TOOL", "KIND", "TRUSTED", "DESCRIPTION")
-    print(_table(header, rows) if rows else f"{name!r} lists no tools.")
-    for tool_name, why in state.manager[name].skipped_tools.items():
-        print(f"skipped {tool_name}: {why}")
-
-
-def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-             for row in (header, tuple("-" * w for w in widths), *rows)]  # fmt: skip
-    return "\n".join(lines)
+            rows.append({"tool": tool.name, "kind": tool.kind.value, "trusted": trusted,
+                         "description": summary[:70]})  # fmt: skip
+    columns = [("tool", "tool"), ("kind", "kind"), ("trusted", "trusted"),
+               ("description", "description")]  # fmt: skip
+    skipped = state.manager[name].skipped_tools
+    note = "\n".join(f"skipped {tool_name}: {why}" for tool_name, why in skipped.items())
+    display(
+        table_record(
+            f"Tools of MCP server {name!r}", columns, rows, note=note or None,
+            empty=f"{name!r} lists no tools.",
+        )
+    )  # fmt: skip

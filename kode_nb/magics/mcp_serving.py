@@ -31,6 +31,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 from kode_nb.execution._executor import Executor
 from kode_nb.types import ToolResult
 from kode_nb.ui.call_view import CallView
+from kode_nb.ui.html import fmt_duration
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from kode_nb.magics.session import KodeSession
     from kode_nb.mcp.server import McpServerHandle
     from kode_nb.ui.approval import ApprovalPrompt
+    from kode_nb.ui.records import Record
 
 __all__ = ["NotebookServer", "StatusLine"]
 
@@ -47,20 +49,23 @@ class StatusLine:
 
     def __init__(self, session: KodeSession, text: str) -> None:
         self.text = text
-        self._handle: DisplayHandle | None = None
+        self.display_handle: DisplayHandle | None = None
+        self.final = False
+        """True once :meth:`set` gave the last state."""
 
-    def _bundle(self) -> dict[str, str]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
         return {"text/plain": self.text, "text/html": f"<code>{html.escape(self.text)}</code>"}
 
     def show(self) -> None:
         from IPython.display import display
 
-        self._handle = display(self._bundle(), raw=True, display_id=True)
+        self.display_handle = display(self, display_id=True)
 
-    def set(self, text: str) -> None:
+    def set(self, text: str, *, final: bool = True) -> None:
         self.text = text
-        if self._handle is not None:
-            self._handle.update(self._bundle(), raw=True)
+        self.final = final
+        if self.display_handle is not None:
+            self.display_handle.update(self)
 
 
 class _ServedCallView(CallView):
@@ -72,6 +77,11 @@ class _ServedCallView(CallView):
         super().show_approval(prompt)
         if self.server is not None:
             self.server._asked()
+
+    def on_event(self, event: Any) -> None:
+        super().on_event(event)
+        if event.type == "approval_resolved" and self.server is not None:
+            self.server._decided += 1
 
 
 class _ServedExecutor(Executor):
@@ -130,6 +140,8 @@ class NotebookServer:
         self.stopped = False
         self._task: asyncio.Task[None] | None = None
         self._waiters: list[asyncio.Future[bool]] = []
+        self._decided = 0  # approvals of outside calls decided so far
+        self._decided_before = 0  # ... when the last cell ended
         self._executor = _ServedExecutor(self)
         self._widgets = session.style == "widget"
         self._status = "starting"
@@ -183,6 +195,7 @@ class NotebookServer:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        self.session.shell.events.register("post_run_cell", self._cell_ended)
         self._task = asyncio.get_running_loop().create_task(
             self._start(), name=f"kode_nb MCP serve {self.port}"
         )
@@ -232,6 +245,8 @@ class NotebookServer:
 
     def _finish_stop(self, status: str) -> None:
         self.stopped = True
+        with contextlib.suppress(ValueError):
+            self.session.shell.events.unregister("post_run_cell", self._cell_ended)
         self._executor.close()
         for waiter in self._waiters:
             if not waiter.done():
@@ -298,11 +313,16 @@ class NotebookServer:
                 waiter.set_result(True)
         self._waiters.clear()
 
+    def _cell_ended(self, result: Any = None) -> None:
+        self._decided_before = self._decided
+
     async def approval(self, timeout: float | None = None) -> bool:
-        """Wait until an outside call waits for approval: True (False once stopped)."""
+        """Wait until an outside call waits for approval: True. False at once when an approval
+        was decided since the last cell ended (someone clicked before running this cell), or
+        once stopped."""
         if self.waiting_prompt() is not None:
             return True
-        if self.stopped or not self._widgets:
+        if self._decided > self._decided_before or self.stopped or not self._widgets:
             return False
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(future)
@@ -354,7 +374,9 @@ class NotebookServer:
             "clients appear below; those that need approval wait for your click.</small>"
         )
 
-    def _bundle(self) -> dict[str, str]:
+    def _bundle(self) -> dict[str, Any]:
+        if self.stopped:  # final: the static record of what was served (no token in it)
+            return self.record().bundle()
         access = self._access()[0]
         return {
             "text/plain": f"MCP server {self._status}: {self.describe()}"
@@ -362,18 +384,47 @@ class NotebookServer:
             "text/html": self._header_html(),
         }
 
+    def record(self) -> Record:
+        """The panel's static record: the endpoint, how it ended, and the outside calls."""
+        from kode_nb.ui.records import call_status, table_record
+
+        rows = [
+            {"tool": r.tool, "status": call_status(r), "duration": fmt_duration(r.duration),
+             "call_id": r.call_id, "result": _first_line(r.text)}
+            for r in self.results
+        ]  # fmt: skip
+        columns = [("tool", "tool"), ("status", "status"), ("duration", "duration", "right"),
+                   ("call_id", "call id"), ("result", "result")]  # fmt: skip
+        return table_record(
+            f"MCP server {self._status}: {self.describe()}", columns, rows,
+            empty="No calls from MCP clients.",
+            note=f"{len(rows)} call{'s' if len(rows) != 1 else ''} from MCP clients",
+        )  # fmt: skip
+
+    @property
+    def final(self) -> bool:
+        """True once the server has stopped (its panel shows its static record)."""
+        return self.stopped
+
+    @property
+    def display_handle(self) -> DisplayHandle | None:
+        return self._display
+
     def show(self) -> None:
         """Display the panel (once per cell; ``%mcp serve`` does)."""
         from IPython.display import display
 
+        from kode_nb.ui.cell_display import display_in_cell
+
         self._shown_in = getattr(self.session.shell, "execution_count", None)
-        if self._widgets:
-            if self._panel is None:
-                self._header = W.HTML(self._header_html())
-                self._panel = _Panel(self, [self._header])
-            display(self._panel)
-        else:
-            self._display = display(self._bundle(), raw=True, display_id=True)
+        if self._display is not None:
+            display(self._panel or _Static(self), display_id=self._display.display_id)
+            return
+        if self._widgets and self._panel is None:
+            self._header = W.HTML(self._header_html())
+            self._panel = _Panel(self, [self._header])
+        self._display = display_in_cell(self._panel or _Static(self))
+        self.session.remember(_Static(self))
 
     def _ipython_display_(self) -> None:
         if getattr(self.session.shell, "execution_count", None) != self._shown_in:
@@ -383,9 +434,32 @@ class NotebookServer:
         self._status = status
         if self._header is not None:
             self._header.value = self._header_html()
-        if self._display is not None:
-            with contextlib.suppress(Exception):
-                self._display.update(self._bundle(), raw=True)
+        if self._display is not None and (self.stopped or not self._widgets):
+            with contextlib.suppress(Exception):  # widgets: only the final record replaces them
+                self._display.update(_Static(self))
+
+
+class _Static:
+    """What displays a server's panel without widgets, or once it has stopped."""
+
+    def __init__(self, server: NotebookServer) -> None:
+        self.server = server
+
+    @property
+    def final(self) -> bool:
+        return self.server.stopped
+
+    @property
+    def display_handle(self) -> DisplayHandle | None:
+        return self.server.display_handle
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return self.server._bundle()
+
+
+def _first_line(text: str, limit: int = 80) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 class _Panel(W.VBox):  # type: ignore[misc]
@@ -396,6 +470,8 @@ class _Panel(W.VBox):  # type: ignore[misc]
         super().__init__(children, layout=W.Layout(border="1px solid #9ab", padding="4px 8px"))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.server.stopped:  # final: the static record, no widget
+            return self.server._bundle()
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data.update(self.server._bundle())
         return data

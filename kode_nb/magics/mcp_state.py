@@ -39,6 +39,11 @@ class NotebookMcp:
         self._manager: McpManager | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._deferred: tuple[dict[str, McpServerConfig], str] | None = None
+        self.awaited = False
+        """The next ``connect`` is awaited by its cell (:mod:`kode_nb.magics.awaiting`): no
+        status line, the outcome is printed."""
+        self.gave_up: set[str] = set()
+        """Connections a cell stopped waiting for (timeout): later cells do not wait again."""
 
     @property
     def manager(self) -> McpManager:
@@ -133,10 +138,15 @@ class NotebookMcp:
         if self._loop() is None:
             self._run(self._connect(config, None))
             return
+        if self.awaited:  # the cell waits for it and prints the outcome
+            self.awaited = False
+            self._spawn(self._connect(config, None), f"kode_nb MCP connect {name}")
+            return
         from kode_nb.magics.mcp_serving import StatusLine
 
         line = StatusLine(self.session, f"MCP server {name!r} ({config.transport}): connecting…")
         line.show()
+        self.session.remember(line)
         self._spawn(self._connect(config, line), f"kode_nb MCP connect {name}")
 
     async def _connect(self, config: McpServerConfig, line: Any) -> None:
@@ -198,9 +208,7 @@ class NotebookMcp:
             known = ", ".join(self.states) or "none (connect one with %mcp connect)"
             raise UsageError(f"{magic}: no MCP server named {name!r}; servers: {known}")
         if connected and state != "connected":
-            hint = (
-                "; wait for it (await get_session().mcp.ready())" if state == "connecting" else ""
-            )
+            hint = "; wait for it (await kode_nb.settle())" if state == "connecting" else ""
             raise UsageError(f"{magic}: MCP server {name!r} is {state}{hint}")
 
     # ------------------------------------------------------------------ serving

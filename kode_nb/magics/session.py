@@ -40,6 +40,8 @@ ROUTED_EVENTS = (
     "completed", "failed", "timed_out", "cancelled",
 )  # fmt: skip
 """Events forwarded to a call's view and handle (updates go straight to ``on_update``)."""
+SHOWN_LIMIT = 1000
+"""Views :meth:`KodeSession.remember` holds before it drops the final ones."""
 
 
 def resolve_style(style: str, shell: Any) -> str:
@@ -103,6 +105,8 @@ class KodeSession:
         self.runs: weakref.WeakSet[Any] = weakref.WeakSet()
         """Agent runs started from the notebook (their handles); interrupts cancel them too."""
         """Handles of calls in flight, by call id."""
+        self.shown: list[Any] = []
+        """Views displayed by this session, for :meth:`settle` to refresh once final."""
         self.cell_tools: dict[str, tuple[str, ...]] = {}
         """Tool names each ``%%tool`` cell defined, by cell id (to drop tools a re-run removed)."""
         self.executor = self._new_executor()
@@ -174,6 +178,7 @@ class KodeSession:
         self.views[call_id] = view
         self.handles[call_id] = handle
         view.show()
+        self.remember(view)
         coro = self._run(tool.name, arguments, call_id, view, handle)
         if loop is not None:
             handle.task = loop.create_task(coro, name=f"kode_nb call {tool.name} {call_id}")
@@ -232,6 +237,80 @@ class KodeSession:
             view.on_event(event)
         else:  # an event from a worker thread: widget changes happen on the loop
             view.loop.call_soon_threadsafe(view.on_event, event)
+
+    def pending(self) -> list[str]:
+        """What is still going on: calls, agent runs and MCP connections, one line each."""
+        out = [
+            f"call {h.tool} ({h.call_id}): {h.status}"
+            for h in self.handles.values()
+            if h.task is not None and not h.task.done()
+        ]
+        out += [
+            f"agent run {h.agent.name} ({h.run_id}): {h.status}"
+            for h in list(self.runs)
+            if h.task is not None and not h.task.done()
+        ]
+        if self._mcp is not None:
+            out += [f"MCP server {name!r}: {state}" for name, state in self._mcp.states.items()
+                    if state == "connecting"]  # fmt: skip
+        return out
+
+    def _pending_tasks(self) -> list[asyncio.Future[Any]]:
+        current = asyncio.current_task()
+        tasks: list[asyncio.Future[Any]] = [h.task for h in self.handles.values() if h.task]
+        tasks += [h.task for h in list(self.runs) if h.task is not None]
+        if self._mcp is not None:
+            tasks += list(self._mcp._tasks)
+        return [t for t in tasks if not t.done() and t is not current]
+
+    def remember(self, view: Any) -> None:
+        """Keep ``view`` (with ``display_handle`` and ``final``) for :meth:`settle`."""
+        if len(self.shown) >= SHOWN_LIMIT:
+            self.shown = [v for v in self.shown if not getattr(v, "final", True)]
+        self.shown.append(view)
+
+    def _refresh_finals(self) -> int:
+        """Send the final record of every finished view again, from the current cell.
+
+        A front end or nbclient files an ``update_display_data`` under the request it names:
+        the view's final refresh names the cell that showed it, which nbclient has finished
+        with by then. Re-sent from the cell running :meth:`settle`, it replaces the view's
+        output wherever it is (the same display id)."""
+        from IPython.display import update_display
+
+        keep, sent = [], 0
+        for view in self.shown:
+            handle = getattr(view, "display_handle", None)
+            if not getattr(view, "final", False):
+                keep.append(view)
+            elif handle is not None:
+                update_display(view, display_id=handle.display_id)
+                sent += 1
+        self.shown = keep
+        return sent
+
+    async def settle(self, timeout: float | None = 60.0) -> int:
+        """Wait until every call, agent run and MCP connection started here has ended, so each
+        view has shown its final state (run ``await kode_nb.settle()`` as the last cell of a
+        notebook executed headless: nbclient applies a view's final refresh only while it
+        still executes cells). Returns how many were waited for; raises ``TimeoutError``
+        naming what is still pending (a call waiting for an approval click...) after
+        ``timeout`` seconds (``None``: no limit)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        waited: set[int] = set()
+        while pending := self._pending_tasks():
+            waited.update(id(t) for t in pending)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                raise TimeoutError(
+                    f"kode_nb.settle: still pending after {timeout:g} s: "
+                    + "; ".join(self.pending() or ["background tasks"])
+                )
+            await asyncio.wait(pending, timeout=left)
+        await asyncio.sleep(0)  # the tasks' last callbacks (final refreshes) run
+        self._refresh_finals()
+        return len(waited)
 
     def cancel_all(self, reason: str = "cancelled") -> int:
         """Cancel every agent run and call in flight (thread-safe); returns how many."""

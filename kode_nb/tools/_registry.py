@@ -270,8 +270,11 @@ class ToolRegistry:
 
     # ----------------------------------------------------------------- stats
 
-    def record_call(self, name: str, duration: float, failed: bool = False) -> None:
-        """Count one finished call (called by the executor). Unknown names are ignored."""
+    def record_call(
+        self, name: str, duration: float, failed: bool = False, *, denied: bool = False
+    ) -> None:
+        """Count one finished call (called by the executor); ``denied``: the call was refused
+        (counted apart from failures, its duration left out). Unknown names are ignored."""
         counter = self._stats.get(name)  # the name is usually the key already
         if counter is None:  # (unregister drops the counter: one means it is registered)
             with self._lock:
@@ -281,7 +284,7 @@ class ToolRegistry:
                     if key not in self._tools:
                         return
                     counter = self._stats[key] = CallCounter()
-        if counter.add(duration, failed):  # lock-free; settled now and then, and when read
+        if counter.add(duration, failed, denied):  # lock-free; settled now and then, and when read
             with self._lock:
                 counter.settle()
 

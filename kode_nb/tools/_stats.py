@@ -28,11 +28,13 @@ class ToolStats:
     calls: int = 0
     """Finished calls (successful or not)."""
     failures: int = 0
-    """Calls that ended in an error result."""
+    """Calls that ended in an error result (denials apart)."""
+    denials: int = 0
+    """Calls refused (denied by the user or the policy); counted in ``calls``, not ``failures``."""
     mean: float = 0.0
-    """Mean duration over all calls, in seconds."""
+    """Mean duration over the calls that ran (denials left out), in seconds."""
     p95: float = 0.0
-    """95th percentile duration (nearest rank) over the last 1024 calls, in seconds."""
+    """95th percentile duration (nearest rank) over the last 1024 calls that ran, in seconds."""
 
     @property
     def failure_rate(self) -> float:
@@ -75,28 +77,32 @@ class RegistryStats(Mapping[str, ToolStats]):
 class CallCounter:
     """Counters of one tool: :meth:`add` from any thread; the rest under the registry's lock."""
 
-    __slots__ = ("calls", "failures", "inbox", "total", "window")
+    __slots__ = ("calls", "denials", "failures", "inbox", "total", "window")
 
     def __init__(self) -> None:
         self.calls = 0
         self.failures = 0
+        self.denials = 0
         self.total = 0.0
         self.window: deque[float] = deque(maxlen=STATS_WINDOW)
-        self.inbox: deque[tuple[float, bool]] = deque()
-        """Calls recorded but not yet counted: ``(duration, failed)``."""
+        self.inbox: deque[tuple[float, bool, bool]] = deque()
+        """Calls recorded but not yet counted: ``(duration, failed, denied)``."""
 
-    def add(self, duration: float, failed: bool) -> bool:
+    def add(self, duration: float, failed: bool, denied: bool = False) -> bool:
         """Record one call (thread-safe, no lock); True when the inbox should be settled."""
         inbox = self.inbox
-        inbox.append((duration, failed))
+        inbox.append((duration, failed, denied))
         return len(inbox) >= _INBOX_LIMIT
 
     def settle(self) -> None:
         """Fold the inbox into the counts (call with the registry's lock held)."""
         inbox = self.inbox
         while inbox:
-            duration, failed = inbox.popleft()
+            duration, failed, denied = inbox.popleft()
             self.calls += 1
+            if denied:
+                self.denials += 1
+                continue
             self.total += duration
             self.window.append(duration)
             if failed:
@@ -105,12 +111,15 @@ class CallCounter:
     def snapshot(self, name: str) -> ToolStats:
         """The stats so far (call with the registry's lock held)."""
         self.settle()
-        if not self.calls:
-            return ToolStats(name=name)
+        ran = self.calls - self.denials
+        if not ran:
+            return ToolStats(name=name, calls=self.calls, denials=self.denials)
         ordered = sorted(self.window)
         p95 = ordered[max(math.ceil(0.95 * len(ordered)), 1) - 1]
-        mean = self.total / self.calls
-        return ToolStats(name=name, calls=self.calls, failures=self.failures, mean=mean, p95=p95)
+        return ToolStats(
+            name=name, calls=self.calls, failures=self.failures, denials=self.denials,
+            mean=self.total / ran, p95=p95,
+        )  # fmt: skip
 
 
 _INBOX_LIMIT = 256

@@ -2,9 +2,11 @@
 
 This package is the only place that imports ``ipywidgets`` / ``anywidget``, and only in the
 modules that need them (:mod:`~kode_nb.ui.call_view`, :mod:`~kode_nb.ui.approval`,
-:mod:`~kode_nb.ui.card`, :mod:`~kode_nb.ui.stream`). :mod:`~kode_nb.ui.html` and
+:mod:`~kode_nb.ui.stream`). :mod:`~kode_nb.ui.html` and
 :mod:`~kode_nb.ui.formatters` render plain HTML and text for front ends without widgets
-(nbconvert, GitHub, VS Code without the widget manager, terminal IPython). Nothing is imported
+(nbconvert, GitHub, VS Code without the widget manager, terminal IPython). A view once final
+becomes a static record (:mod:`~kode_nb.ui.records`): no widget, so a saved notebook reopened
+without a kernel shows it; tool cards and listings are records from the start. Nothing is imported
 here, so ``import kode_nb.ui.html`` stays cheap.
 """
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kode_nb._redact import redact_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
-from kode_nb.ui.trace_html import token_text, trace_html, trace_text, usage_total
+from kode_nb.ui.records import Record, run_record
+from kode_nb.ui.trace_html import token_text, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -69,6 +70,7 @@ class StaticRunView:
         self.run_id = run_id
         self.style = style
         self.status = "running"
+        self.model = ""
         self.turns = 0
         self.tokens: tuple[int | None, int | None] = (0, 0)  # no model call yet
         self.result: AgentRunResult | None = None
@@ -83,7 +85,7 @@ class StaticRunView:
         kind, pad = event.type, "  " * event.depth
         line = None
         if kind == "run_started" and event.depth == 0:
-            self.trace = event.trace
+            self.trace, self.model = event.trace, event.model
         if kind == "turn_started":
             line = f"{pad}[{event.agent}] turn {event.turn}"
         elif kind == "text_delta":
@@ -155,19 +157,28 @@ class StaticRunView:
             return redact_text(f"{line}\n{body}")
         return redact_text(f"{line}\n{self.error}") if self.error else line
 
+    @property
+    def final(self) -> bool:
+        """True once the view shows its last state (its static record)."""
+        return self.result is not None or self.error is not None
+
+    def record(self) -> Record:
+        """The static record of the ended run (raises while it runs)."""
+        if self.result is None and self.error is None:
+            raise RuntimeError(f"the run {self.run_id} has not ended")
+        return run_record(
+            agent=self.agent, model=self.model, result=self.result, error=self.error,
+            trace=self.trace, turns=self.turns, tokens=self.tokens,
+        )  # fmt: skip
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.result is not None or self.error is not None:
+            return self.record().bundle()
         parts = [f"<div><b>{esc(self.agent)}</b> {esc(self.status)}</div>"]
         if self.lines:
             parts.append(f'<pre style="{PRE}">{esc(clip(chr(10).join(self.lines)))}</pre>')
-        if self.result is not None:
-            parts.append(answer_html(self.result))
-            parts.append(trace_html(self.result.trace))
-        elif self.error:
-            parts.append(f'<pre style="{PRE}">{esc(self.error)}</pre>')
-        text = self.text_summary()
-        if self.result is not None:
-            text += "\n" + trace_text(self.result.trace)
-        return {"text/html": f'<div style="{BOX}">' + "".join(parts) + "</div>", "text/plain": text}
+        html = f'<div style="{BOX}">' + "".join(parts) + "</div>"
+        return {"text/html": html, "text/plain": self.text_summary()}
 
 
 def first_line(text: str, limit: int = 100) -> str:

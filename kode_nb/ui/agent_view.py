@@ -14,8 +14,10 @@ arrives at the top-level view, which dispatches them by ``run_id``)::
 
 Each tool row is registered under its call id (``register``) while the call runs, so the
 session's approver puts an approval prompt *inside* the row, wherever it is nested, and the
-session routes the executor's events for the call to it. The view's mimebundle also carries
-``text/html`` and ``text/plain`` snapshots (what nbconvert and nbval read).
+session routes the executor's events for the call to it. While the run goes on, the view's
+mimebundle also carries ``text/html`` and ``text/plain`` snapshots; once it ends, :meth:`RunView.finish`
+replaces the displayed output in place by the run's static record
+(:func:`kode_nb.ui.records.run_record`: answer, decisions, trace; no widget MIME type).
 
 Front ends without widgets get :class:`~kode_nb.ui.agent_static.StaticRunView` instead.
 """
@@ -35,6 +37,7 @@ from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
+from kode_nb.ui.records import Record, run_record
 from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 
 if TYPE_CHECKING:
@@ -288,7 +291,21 @@ class RunView(W.VBox):  # type: ignore[misc]
                 self.unregister(call_id)
         self._wake(False)
         if self.display_handle is not None:
-            self.display_handle.update(self)
+            self.display_handle.update(self.record())
+
+    @property
+    def final(self) -> bool:
+        """True once the view shows its last state (its static record)."""
+        return self.result is not None or self.error is not None
+
+    def record(self) -> Record:
+        """The static record of the ended run (raises while it runs)."""
+        if not self.final:
+            raise RuntimeError(f"the run {self.run_id} has not ended")
+        return run_record(
+            agent=self.agent, model=self.model, result=self.result, error=self.error,
+            trace=self.trace, turns=self.turns, tokens=self.tokens,
+        )  # fmt: skip
 
     def _answer_streamed(self) -> bool:
         """Whether the last streamed text is exactly the final answer."""
@@ -374,6 +391,8 @@ class RunView(W.VBox):  # type: ignore[misc]
             display(self, display_id=self.display_handle.display_id)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.final:  # final: the static record, no widget
+            return self.record().bundle()
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data["text/html"] = self.html()
         data["text/plain"] = self.text_summary()

@@ -5,7 +5,8 @@ background task, the cell that started the call has already returned, and a clic
 ``asyncio.Future``. Clicks are handled on whatever thread the kernel runs comm handlers on (the
 main thread, or a subshell thread on ipykernel 7.0-7.3 / JupyterLab 4.4+), so the handler only
 hands the decision to the loop with ``call_soon_threadsafe``; every widget change happens on
-the loop thread. The first decision wins; the buttons then disable and show it.
+the loop thread. The first decision wins; the prompt then collapses to one line ("Approved", "Denied: reason",
+"Always allowed"), its buttons gone.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         for widget in (self.approve_button, self.deny_button, self.always_button, self.reason):
             widget.disabled = True
         self.status.value = label
+        self.children = (self.status,)  # decided: one line, the buttons gone
 
     async def wait(self) -> ApprovalDecision:
         """The decision: a click, or a denial when the timeout passes first."""
@@ -114,7 +116,9 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
     # ------------------------------------------------------------------ displays
 
     def html(self) -> str:
-        state = self.status.value if self.future.done() else self._waiting_html()
+        if self.future.done():
+            return f"<div>{self.status.value}</div>"
+        state = self._waiting_html()
         return approval_html(self.request, arguments=self.show_arguments) + f"<div>{state}</div>"
 
     def text(self) -> str:

@@ -6,9 +6,10 @@ guaranteed), the approval prompt when one is needed, then the result or error an
 
 All widget changes happen on the event loop's thread: executor events and updates arrive there
 (:meth:`on_event`, :meth:`on_update`), and :meth:`finish` is called by the task that ran the call.
-The view's mimebundle also carries ``text/html`` and ``text/plain`` snapshots; :meth:`finish`
-refreshes the displayed output (``update_display_data``) so a saved notebook, nbconvert or a
-front end without widgets shows the final state.
+While the call runs, the view's mimebundle also carries ``text/html`` and ``text/plain``
+snapshots. Once final, :meth:`finish` replaces the displayed output in place
+(``update_display_data``) by the call's static record (:func:`kode_nb.ui.records.call_record`,
+no widget MIME type), so a notebook saved and reopened without a kernel shows the final state.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W  # type: ignore[import-untyped]
 
 from kode_nb.ui.coalesce import Coalescer, update_text
-from kode_nb.ui.html import call_args_html, call_header_html, call_html, call_text, result_html
+from kode_nb.ui.html import (
+    call_args_html,
+    call_header_html,
+    call_html,
+    call_text,
+    result_body_html,
+)
+from kode_nb.ui.records import Record, approval_of, call_record
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -61,6 +69,8 @@ class CallView(W.VBox):  # type: ignore[misc]
         self.stream: StreamView | None = None
         self.prompt: ApprovalPrompt | None = None
         self.display_handle: DisplayHandle | None = None
+        self.approval: dict[str, Any] | None = None
+        """The decision on the call's approval (a record's ``approval``), once made."""
         self._t0 = time.monotonic()
         self._coalescer = Coalescer(self._flush, rate=rate, loop=self.loop)
         self._tick: asyncio.TimerHandle | None = None
@@ -81,6 +91,7 @@ class CallView(W.VBox):  # type: ignore[misc]
         """A (non-update) executor event for this call."""
         kind = event.type
         if kind == "approval_resolved":
+            self.approval = approval_of(event)
             self._set_state("approved" if event.approved else "denied")
         elif kind in ("approval_requested", "started", "invalid_arguments"):
             self._set_state(kind)
@@ -104,9 +115,23 @@ class CallView(W.VBox):  # type: ignore[misc]
         self.result = result
         self.state = result.status
         self.header.value = self._header_html()
-        self.children = (*self.children, W.HTML(result_html(result)))
+        self.children = (*self.children, W.HTML(result_body_html(result)))
         if self.display_handle is not None:
-            self.display_handle.update(self)
+            self.display_handle.update(self.record())
+
+    @property
+    def final(self) -> bool:
+        """True once the view shows its last state (its static record)."""
+        return self.result is not None
+
+    def record(self) -> Record:
+        """The static record of the finished call (raises while it runs)."""
+        if self.result is None:
+            raise RuntimeError(f"the call {self.call_id} has not finished")
+        return call_record(
+            tool=self.tool, kind=self.kind, call_id=self.call_id, arguments=self.arguments,
+            result=self.result, approval=self.approval, stream=self.text, updates=self.updates,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ internals
 
@@ -168,6 +193,8 @@ class CallView(W.VBox):  # type: ignore[misc]
         return call_text(self.tool, self.call_id, self.state, self.result)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.result is not None:  # final: the static record, no widget
+            return self.record().bundle()
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data["text/html"] = self.html()
         data["text/plain"] = self.text_summary()

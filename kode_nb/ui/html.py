@@ -41,6 +41,7 @@ __all__ = [
     "policy_html",
     "policy_text",
     "pretty_json",
+    "result_body_html",
     "result_html",
     "result_text",
     "status_badge",
@@ -150,6 +151,13 @@ def result_html(result: ToolResult) -> str:
     return f'<div style="{BOX}">{head}{blocks}</div>'
 
 
+def result_body_html(result: ToolResult) -> str:
+    """A result's content without a header (a call view's header already says status and time)."""
+    blocks = "".join(_block_html(b) for b in result.content) or "<i>(no content)</i>"
+    kind = f"<div><code>{esc(result.error_type)}</code></div>" if result.error_type else ""
+    return f"<div>{kind}{blocks}</div>"
+
+
 def result_text(result: ToolResult) -> str:
     head = f"[{result.status}] {result.tool} ({fmt_duration(result.duration)})"
     return f"{head}\n{clip_head(result.text)}" if result.content else head
@@ -182,9 +190,17 @@ def call_header_html(
 
 
 def call_args_html(arguments: Any) -> str:
+    """The arguments: inline when short, folded in a ``<details>`` when long."""
     if not arguments:
         return '<small style="color:var(--jp-ui-font-color2,#666)">no arguments</small>'
-    return f'<pre style="{PRE};max-height:8em">{esc(clip(pretty_json(arguments), 5000))}</pre>'
+    text = pretty_json(arguments)
+    compact = json.dumps(arguments, ensure_ascii=False, default=str)
+    if len(compact) <= 120:
+        return f"<div><code>{esc(compact)}</code></div>"
+    return (
+        f"<details><summary>arguments ({len(text):,} characters)</summary>"
+        f'<pre style="{PRE};max-height:12em">{esc(clip(text, 5000))}</pre></details>'
+    )
 
 
 def call_html(

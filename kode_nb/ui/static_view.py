@@ -25,6 +25,7 @@ from kode_nb.ui.html import (
     clip_head,
     fmt_duration,
 )
+from kode_nb.ui.records import Record, approval_of, call_record
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -59,6 +60,7 @@ class StaticCallView:
         self.state = "queued"
         self.result: ToolResult | None = None
         self.display_handle: DisplayHandle | None = None
+        self.approval: dict[str, Any] | None = None
         self._chunks: list[str] = []
         self._t0 = time.monotonic()
         sink = self._refresh_html if style == "html" else self._print
@@ -73,6 +75,7 @@ class StaticCallView:
     def on_event(self, event: Any) -> None:
         kind = event.type
         if kind == "approval_resolved":
+            self.approval = approval_of(event)
             kind = "approved" if event.approved else "denied"
         elif kind not in ("approval_requested", "started", "invalid_arguments"):
             return
@@ -127,7 +130,23 @@ class StaticCallView:
         else:
             display(self, display_id=self.display_handle.display_id)
 
+    @property
+    def final(self) -> bool:
+        """True once the view shows its last state (its static record)."""
+        return self.result is not None
+
+    def record(self) -> Record:
+        """The static record of the finished call (raises while it runs)."""
+        if self.result is None:
+            raise RuntimeError(f"the call {self.call_id} has not finished")
+        return call_record(
+            tool=self.tool, kind=self.kind, call_id=self.call_id, arguments=self.arguments,
+            result=self.result, approval=self.approval, stream=self.text, updates=self.updates,
+        )  # fmt: skip
+
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.result is not None:
+            return self.record().bundle()
         header = call_header_html(
             self.tool, self.kind, self.call_id, self.state, time.monotonic() - self._t0, self.result
         )

@@ -208,11 +208,14 @@ class TraceDisplay:
         self.open_levels = open_levels
         """How many levels start open."""
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
-        return {
-            "text/html": trace_html(self.trace, open_levels=self.open_levels),
-            "text/plain": trace_text(self.trace),
-        }
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The trace's static record (``application/vnd.kode-nb.trace+json``), whose HTML
+        fallback survives sanitizers, with the full text tree as ``text/plain``."""
+        from kode_nb.ui.records import trace_record
+
+        bundle = trace_record(self.trace).bundle()
+        bundle["text/plain"] = trace_text(self.trace)
+        return bundle
 
     def __repr__(self) -> str:
         return trace_text(self.trace)

@@ -155,3 +155,66 @@ def test_interrupting_the_idle_kernel_cancels_a_waiting_agent_run(kernel: Kernel
     kernel.km.interrupt_kernel()
     kernel.ok("r = await h")
     assert kernel.value("r.status, 'interrupted.txt' in RAN") == "cancelled False"
+
+
+SLOW = '''%%tool --kind read
+import asyncio
+
+async def slow(seconds: float) -> str:
+    """Take a while.
+
+    Args:
+        seconds: How long.
+    """
+    await asyncio.sleep(seconds)
+    return "slept"
+'''
+
+
+def test_an_interrupted_run_records_the_turn_it_stopped_in(kernel: Kernel) -> None:
+    kernel.ok(SLOW)
+    kernel.ok(
+        "def make_sleeper():\n"
+        "    return ScriptedModel([call('slow', seconds=1), call('slow', seconds=30), 'never'])"
+    )
+    start = len(kernel.log)
+    run = kernel.ok("%%ask --model $make_sleeper --tools slow\nSleep.")
+    kernel.wait_for(lambda m: "turn 2" in str(m.get("content", {})) and m in kernel.log[start:])
+    kernel.km.interrupt_kernel()
+    final = kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "update_display_data"
+            and "application/vnd.kode-nb.run+json" in m["content"]["data"]
+            and m in kernel.log[start:]
+        )
+    )
+    assert final["parent_header"]["msg_id"] == run.msg_id
+    data = final["content"]["data"]
+    assert "application/vnd.jupyter.widget-view+json" not in data
+    record = data["application/vnd.kode-nb.run+json"]
+    assert record["status"] == "interrupted"
+    assert record["interrupted"]["turn"] == 2
+    assert "interrupt" in record["interrupted"]["reason"]
+    assert "interrupted in turn 2" in data["text/plain"]
+
+
+def test_settle_waits_for_the_runs_and_calls_in_flight(kernel: Kernel) -> None:
+    kernel.ok("def make_napper():\n    return ScriptedModel([call('slow', seconds=0.5), 'rested'])")
+    kernel.ok("%%ask --model $make_napper --tools slow --out nap\nNap.")
+    kernel.ok("c = %tool slow seconds=0.5")
+    assert kernel.value("nap.done(), c.done()") == "False False"
+    start = len(kernel.log)
+    settled = kernel.ok("import kode_nb\nn = await kode_nb.settle(timeout=20)")
+    assert kernel.value("nap.status, c.status, n") == "completed ok 2"
+    # the final records are sent again from the settling cell (nbclient keeps only those)
+    resent = [
+        m for m in kernel.log[start:]
+        if m["msg_type"] == "update_display_data"
+        and m["parent_header"]["msg_id"] == settled.msg_id
+    ]  # fmt: skip
+    records = [d for m in resent for k, d in m["content"]["data"].items() if "kode-nb" in k]
+    call_id = kernel.value("c.call_id")
+    assert [r["status"] for r in records if r.get("call_id") == call_id] == ["ok"]
+    assert [r["status"] for r in records if r.get("output") == "rested"] == ["completed"]
+    again = kernel.ok("await kode_nb.settle(timeout=0.01)")  # nothing pending: at once
+    assert not [m for m in again.messages if m["msg_type"] == "update_display_data"]

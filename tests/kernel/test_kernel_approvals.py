@@ -184,7 +184,7 @@ def test_no_decision_within_the_timeout_denies(kernel: Kernel) -> None:
     try:
         start = len(kernel.log)
         kernel.ok("h = %tool write_note path=late.txt text=hi")
-        _final(kernel, start, "write_note: denied in ")
+        _final(kernel, start, "write_note: denied\n")
         assert "No decision within 0.3 s" in kernel.value("h.result().text")
         assert kernel.value("'late.txt' in RAN") == "False"
     finally:
@@ -197,7 +197,7 @@ def test_without_widgets_approval_is_denied_with_a_message(kernel: Kernel) -> No
         start = len(kernel.log)
         run = kernel.ok("h = %tool write_note path=html.txt text=hi")
         assert "application/vnd.jupyter.widget-view+json" not in run.outputs[0]
-        final = _final(kernel, start, "write_note: denied in ")
+        final = _final(kernel, start, "write_note: denied\n")
         assert "%approval auto" in final["content"]["data"]["text/html"]
         assert kernel.value("h.result().status, 'html.txt' in RAN") == "denied False"
     finally:
@@ -211,8 +211,11 @@ def test_interrupting_the_idle_kernel_cancels_running_and_waiting_calls(kernel: 
     kernel.button("Approve", start)
     time.sleep(0.2)
     kernel.km.interrupt_kernel()
-    _final(kernel, start, "wait_for_cancel: cancelled in ")
-    _final(kernel, start, "write_note: cancelled in ")
+    waited = _final(kernel, start, "wait_for_cancel: interrupted in ")
+    _final(kernel, start, "write_note: interrupted")
+    record = waited["content"]["data"]["application/vnd.kode-nb.call+json"]
+    assert record["status"] == "interrupted"  # the view records the interrupt, not a widget
+    assert "application/vnd.jupyter.widget-view+json" not in waited["content"]["data"]
     assert kernel.value("w.status, p.status, 'never.txt' in RAN") == "cancelled cancelled False"
     # The worker thread notices the cancel token within 10 ms; its slot is freed once it ends.
     _until(kernel, "get_session().executor.running()", "[]")
@@ -234,7 +237,7 @@ def test_interrupting_a_cell_that_awaits_the_handle_cancels_the_call(kernel: Ker
             and m["content"]["execution_state"] == "idle"
         ),
     )
-    _final(kernel, start, "wait_for_cancel: cancelled in ")
+    _final(kernel, start, "wait_for_cancel: interrupted in ")  # the view records why
     assert kernel.value("w.status") == "cancelled"
 
 
@@ -251,7 +254,7 @@ def test_an_interrupted_blocking_cell_cancels_running_calls(kernel: Kernel) -> N
         lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "error"
     )
     assert error["content"]["ename"] == "KeyboardInterrupt"
-    _final(kernel, start, "wait_for_cancel: cancelled in ")
+    _final(kernel, start, "wait_for_cancel: interrupted in ")
 
 
 def test_a_call_made_from_code_gets_a_prompt_in_the_cell_that_started_it(kernel: Kernel) -> None:

@@ -7,6 +7,8 @@ import json
 from .harness import Kernel
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+CARD = "application/vnd.kode-nb.card+json"
+CALL = "application/vnd.kode-nb.call+json"
 
 TOOLS = '''%%tool --kind read --group demo
 import asyncio
@@ -34,21 +36,18 @@ async def slow_echo(text: str, delay: float, ctx: ToolContext) -> str:
 '''
 
 
-def test_tool_cell_shows_a_card_widget_with_a_static_html_fallback(kernel: Kernel) -> None:
+def test_tool_cell_shows_a_card_record_with_a_static_html_fallback(kernel: Kernel) -> None:
     run = kernel.ok(TOOLS)
-    cards = [o for o in run.outputs if WIDGET_VIEW in o]
+    cards = [o for o in run.outputs if CARD in o]
     assert len(cards) == 2
-    assert "echo" in cards[0]["text/html"]
-    assert "<summary>Anthropic</summary>" in cards[0]["text/html"]
-    assert cards[0]["text/plain"].startswith("echo [read]  category: custom · groups: demo")
-    toggles = [
-        m for m in run.messages
-        if m["msg_type"] == "comm_open"
-        and m["content"]["data"]["state"].get("_model_name") == "ToggleButtonsModel"
+    assert not [o for o in run.outputs if WIDGET_VIEW in o]  # no widget: readable offline
+    assert not [m for m in run.messages if m["msg_type"] == "comm_open"]
+    assert cards[0][CARD]["name"] == "echo"
+    assert list(cards[0][CARD]["schemas"]) == [
+        "openai", "openai-strict", "anthropic", "gemini", "mcp",
     ]  # fmt: skip
-    assert toggles[0]["content"]["data"]["state"]["_options_labels"] == [
-        "OpenAI", "OpenAI strict", "Anthropic", "Gemini", "MCP",
-    ]  # fmt: skip
+    assert "<summary>anthropic</summary>" in cards[0]["text/html"]
+    assert cards[0]["text/plain"].startswith("echo [read]")
     kernel.ok("from kode_nb.magics import get_session")
     assert kernel.value("get_session().registry.names()") == "['echo', 'slow_echo']"
 
@@ -81,6 +80,8 @@ def test_a_call_returns_at_once_and_the_view_ends_with_the_result(kernel: Kernel
     )
     assert final["parent_header"]["msg_id"] == run.msg_id  # output lands in the starting cell
     assert "waiting " in final["content"]["data"]["text/html"]
+    assert WIDGET_VIEW not in final["content"]["data"]  # final: the static record replaces it
+    assert final["content"]["data"][CALL]["status"] == "ok"
     assert kernel.value("h.status, h.result().text, _kode_result is h.result()") == "ok hello True"
 
 

@@ -172,9 +172,9 @@ class ClientWatch:
 
 def test_config_servers_connect_in_the_background_at_load(kernel: Kernel) -> None:
     load = kernel.ok("%load_ext kode_nb")
-    # the cell returned while the servers were still connecting
+    # the cell returned while the servers were still connecting; the next cell waits for them
     kernel.ok("from kode_nb.magics import get_session\nmcp = get_session().mcp")
-    assert kernel.value("mcp.states['demo']") == "connecting"
+    assert kernel.value("mcp.states['demo']") == "connected"
     kernel.ok("states = await mcp.ready()")
     assert kernel.value("states['demo']") == "connected"
     assert kernel.value("states['broken']").startswith("failed: ")
@@ -187,13 +187,13 @@ def test_config_servers_connect_in_the_background_at_load(kernel: Kernel) -> Non
     text = report["content"]["text"]
     assert "demo (3 tools)" in text
     assert "broken failed (" in text
-    listing = kernel.ok("%mcp list").stdout
+    listing = kernel.ok("%mcp list").text()
     assert "demo    connected" in listing
     assert "broken  failed" in listing
 
 
 def test_a_connected_servers_tool_streams_progress(kernel: Kernel) -> None:
-    rows = [line.split()[:3] for line in kernel.ok("%mcp tools demo").stdout.splitlines()]
+    rows = [line.split()[:3] for line in kernel.ok("%mcp tools demo").text().splitlines()]
     assert ["count_slowly", "read", "yes"] in rows  # trusted in the config file
     kernel.ok("h = %tool count_slowly steps=3 delay=0.05")
     kernel.ok("r = await h")
@@ -204,17 +204,11 @@ def test_a_connected_servers_tool_streams_progress(kernel: Kernel) -> None:
 
 def test_connect_reports_in_the_cell_and_disconnect_removes_the_tools(kernel: Kernel) -> None:
     run = kernel.ok(f"%mcp connect again -- {sys.executable} {DEMO}")
-    assert run.text() == "MCP server 'again' (stdio): connecting…"
-    kernel.ok("await mcp.ready()")
-    final = kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and "'again': connected, 3 tools" in m["content"]["data"]["text/plain"]
-        )
-    )
-    assert final["parent_header"]["msg_id"] == run.msg_id
-    # the names clashed with demo's tools, so they are prefixed
-    assert "again_word_count" in kernel.ok("%mcp tools again").stdout
+    # the cell waited for the connection: its output is the outcome, no "connecting…" line
+    assert run.stdout.startswith("MCP server 'again': connected, 3 tools")
+    assert not run.outputs
+    # the names clashed with demo's tools, so they are prefixed; the next cell sees them
+    assert "again_word_count" in kernel.ok("%mcp tools again").text()
     out = kernel.ok("%mcp disconnect again").stdout
     assert "Disconnected MCP server 'again' (3 tools removed)" in out
     assert kernel.value("get_session().registry.has('again_word_count')") == "False"
@@ -357,7 +351,7 @@ def test_kernel_shutdown_stops_servers_and_frees_the_port(
     k = _start(tmp_path_factory.mktemp("mcp-shutdown"))
     try:
         k.ok("%load_ext kode_nb\nfrom kode_nb.magics import get_session")
-        k.ok("await get_session().mcp.ready()\nsrv = %mcp serve\nawait srv")
+        k.ok("srv = %mcp serve\nawait srv")
         port = int(k.value("srv.port"))
         pid = int(k.value("__import__('os').getpid()"))
         assert _children_running(pid, "mcp_demo_server.py")

@@ -102,7 +102,10 @@ def test_a_huge_result_is_shown_clipped_and_kept_whole(kernel: Kernel) -> None:
     )
     kernel.ok("h.result()")  # its own display, as the last expression of a cell
     kernel.drain(0.2)
-    assert "9,980,000 more characters not shown" in final["content"]["data"]["text/plain"]
+    record = final["content"]["data"]["application/vnd.kode-nb.call+json"]
+    assert record["result"]["truncated"] is True
+    assert record["result"]["total_chars"] == 10_000_000
+    assert "more characters" in final["content"]["data"]["text/plain"]
     sizes = [len(json.dumps(m["content"])) for m in kernel.log[start:]]
     assert max(sizes) < 200_000, sorted(sizes)[-3:]  # a browser never gets the 10 MB
     assert kernel.value("len(h.result().text), h.result().text[-3:]") == "10000000 END"

@@ -1,0 +1,294 @@
+"""Static records: what a kode_nb view becomes once it is final.
+
+A live view (widgets) is replaced in place (``update_display_data`` on its display id) by a
+:class:`Record`: a MIME bundle with no widget MIME type, made of
+
+* ``application/vnd.kode-nb.<kind>+json``: the record's data (``kode_nb.<kind>/v1``), drawn by
+  the kode_nb JupyterLab extension when it is installed;
+* ``text/html``: a fallback that reads the same after a sanitizer has stripped ``style=``
+  (untrusted notebooks, GitHub, nbviewer): semantic tags only (:mod:`kode_nb.ui.record_html`),
+  bounded in size;
+* ``text/plain``: a short summary.
+
+The builders here turn a finished call, run, trace, tool or listing into a record:
+:func:`call_record`, :func:`run_record`, :func:`trace_record`, :func:`card_record`,
+:func:`table_record`. No widget imports: the records are saved in notebooks, reopened with no
+kernel, and read by nbconvert.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kode_nb._redact import redact
+from kode_nb.ui import record_html as RH
+
+if TYPE_CHECKING:
+    from kode_nb.agents import AgentRunResult, Trace
+    from kode_nb.tools import Tool
+    from kode_nb.types import ToolResult
+
+__all__ = [
+    "MIME_PREFIX",
+    "WIDGET_MIME",
+    "Record",
+    "approval_of",
+    "call_record",
+    "call_status",
+    "card_record",
+    "run_record",
+    "table_record",
+    "trace_record",
+]
+
+MIME_PREFIX = "application/vnd.kode-nb."
+"""Every record's JSON MIME type is ``MIME_PREFIX + kind + "+json"``."""
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+"""The MIME type a record never carries."""
+RESULT_CHARS = 20_000
+"""Characters of a result or stream kept in a record (a result its head, a stream its tail)."""
+
+_CALL_STATUS = {
+    "ok": "ok", "error": "error", "invalid_arguments": "invalid", "not_found": "not_found",
+    "denied": "denied", "timed_out": "timeout", "cancelled": "cancelled",
+}  # fmt: skip
+
+
+class Record:
+    """One static record: ``kind``, its JSON ``data``, and the HTML and text fallbacks."""
+
+    def __init__(self, kind: str, data: dict[str, Any], html: str, text: str) -> None:
+        self.kind = kind
+        """``trace``, ``run``, ``call``, ``card`` or ``table``."""
+        self.data = data
+        """The JSON object (its ``schema`` key names the kind and version)."""
+        self.html = html
+        """The sanitizer-safe HTML fallback."""
+        self.text = text
+        """The ``text/plain`` summary."""
+
+    @property
+    def mime(self) -> str:
+        return f"{MIME_PREFIX}{self.kind}+json"
+
+    def bundle(self) -> dict[str, Any]:
+        """The MIME bundle (JSON data, HTML, text)."""
+        return {self.mime: self.data, "text/html": self.html, "text/plain": self.text}
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return self.bundle()
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as plain JSON (tuples to lists, unknown objects to strings)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _bounded(text: str, limit: int, *, tail: bool) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return (text[-limit:] if tail else text[:limit]), True
+
+
+# --------------------------------------------------------------------------- calls
+
+
+def call_status(result: ToolResult) -> str:
+    """The record status of a result: ``interrupted`` for a call a kernel interrupt stopped."""
+    status = _CALL_STATUS.get(result.status, result.status)
+    if status == "cancelled" and "interrupt" in result.text.lower():
+        return "interrupted"
+    return status
+
+
+def approval_of(event: Any) -> dict[str, Any] | None:
+    """The record's ``approval`` from an ``approval_resolved`` event (or an ApprovalDecision)."""
+    if event is None:
+        return None
+    approved = bool(getattr(event, "approved", False))
+    by = str(getattr(event, "decided_by", "") or "")
+    reason = getattr(event, "reason", None)
+    if approved and getattr(event, "always", False):
+        decision = "always_allowed"
+    elif approved:
+        decision = "auto" if by.startswith("auto") else "approved"
+    else:
+        decision = "denied"
+    return {"decision": decision, "reason": reason if not approved else None}
+
+
+def call_record(
+    *,
+    tool: str,
+    call_id: str,
+    kind: str,
+    arguments: Any,
+    result: ToolResult,
+    approval: dict[str, Any] | None = None,
+    stream: str = "",
+    updates: int = 0,
+) -> Record:
+    """The record of a finished call (``stream``: the text its ``on_update`` streamed)."""
+    text, truncated = _bounded(result.text, RESULT_CHARS, tail=False)
+    streamed = None
+    if updates or stream:
+        tail, cut = _bounded(stream, RESULT_CHARS, tail=True)
+        streamed = {"text": tail, "count": updates, "truncated": cut}
+    data: dict[str, Any] = {
+        "schema": "kode_nb.call/v1",
+        "tool": tool,
+        "call_id": call_id,
+        "kind": kind or "other",
+        "status": call_status(result),
+        "arguments": _jsonable(arguments),
+        "approval": approval,
+        "updates": streamed,
+        "result": {
+            "text": text,
+            "truncated": truncated,
+            "total_chars": len(result.text),
+            "is_error": result.is_error,
+            "error_type": result.error_type,
+            "details": _jsonable(result.details),
+        },
+        "started_at": result.started_at or None,
+        "duration": result.duration if result.duration > 0 else None,
+    }
+    data = redact(data)  # arguments, streamed text, results: never a secret in a saved notebook
+    return Record("call", data, RH.call_html(data), RH.call_text(data))
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def run_record(
+    *,
+    agent: str,
+    model: str | None,
+    result: AgentRunResult | None,
+    error: str | None = None,
+    prompt: str | None = None,
+    trace: Trace | None = None,
+    turns: int = 0,
+    tokens: tuple[int | None, int | None] = (None, None),
+    warnings: Sequence[str] = (),
+) -> Record:
+    """The record of a finished run (``result``), or of one that never produced a result
+    (``error``: the exception's message, or the reason it was interrupted)."""
+    interrupted = None
+    if result is not None:
+        status: str = result.status
+        message = result.error
+        turns, trace = result.turns, result.trace
+        tokens = (result.usage.input_tokens, result.usage.output_tokens)
+        duration: float | None = result.duration
+        output = _output_text(result.output) if result.ok else None
+    else:
+        status, message, duration, output = "error", error, None, None
+    if status in ("cancelled", "error") and "interrupt" in (message or "").lower():
+        status = "interrupted"
+        interrupted = {"turn": turns, "reason": message or "interrupted"}
+    if prompt is None and trace is not None:
+        prompt = trace.root.attributes.get("prompt")
+    data: dict[str, Any] = {
+        "schema": "kode_nb.run/v1",
+        "agent": agent,
+        "model": model or None,
+        "status": status,
+        "turns": turns,
+        "usage": {"input_tokens": tokens[0], "output_tokens": tokens[1]},
+        "duration": duration,
+        "prompt": prompt,
+        "output": output,
+        "error": message if status != "completed" else None,
+        "interrupted": interrupted,
+        "warnings": list(warnings),
+        "trace": _jsonable(trace.to_dict()) if trace is not None else None,
+    }
+    data = redact(data)
+    return Record("run", data, RH.run_html(data), RH.run_text(data))
+
+
+def _output_text(output: Any) -> str:
+    if hasattr(output, "model_dump_json"):
+        return str(output.model_dump_json(indent=2))
+    return output if isinstance(output, str) else json.dumps(_jsonable(output), indent=2)
+
+
+# --------------------------------------------------------------------------- traces
+
+
+def trace_record(trace: Trace) -> Record:
+    """The record of a trace: its ``kode_nb.trace/v1`` JSON, unchanged."""
+    data = _jsonable(trace.to_dict())
+    return Record("trace", data, RH.trace_html(data), RH.trace_text(data))
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def card_record(tool: Tool) -> Record:
+    """The record of a tool's card: metadata, parameters and each provider's exact schema."""
+    from kode_nb.ui.tool_html import FORMATS, export_tool, parameter_rows, tool_text
+
+    params = tool.parameters
+    properties: Mapping[str, Any] = params.get("properties") or {}
+    rows = []
+    for row in parameter_rows(params):
+        spec = properties.get(row.name)
+        rows.append(
+            {
+                "name": row.name,
+                "type": row.type,
+                "required": row.required,
+                "default": _jsonable(spec.get("default")) if isinstance(spec, Mapping) else None,
+                "description": row.description or None,
+            }
+        )
+    approval = tool.approval
+    data: dict[str, Any] = {
+        "schema": "kode_nb.card/v1",
+        "name": tool.name,
+        "label": tool.label or tool.name,
+        "description": tool.description,
+        "kind": tool.kind.value,
+        "category": tool.category.value,
+        "groups": list(tool.groups),
+        "timeout": tool.timeout,
+        "approval": approval if isinstance(approval, str) else "policy",
+        "source": tool.source or None,
+        "parameters": rows,
+        "schemas": {fmt: _jsonable(export_tool(tool, fmt)) for fmt in FORMATS},
+    }
+    return Record("card", data, RH.card_html(data), tool_text(tool))
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def table_record(
+    title: str,
+    columns: Sequence[Sequence[str]],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    empty: str = "Nothing to show.",
+    note: str | None = None,
+) -> Record:
+    """A listing: ``columns`` are ``(key, label)`` or ``(key, label, "right")``."""
+    data: dict[str, Any] = {
+        "schema": "kode_nb.table/v1",
+        "title": title,
+        "columns": [
+            {"key": c[0], "label": c[1], "align": c[2] if len(c) > 2 else "left"} for c in columns
+        ],
+        "rows": [_jsonable(dict(r)) for r in rows],
+        "empty": empty,
+        "note": note,
+    }
+    data = redact(data)
+    return Record("table", data, RH.table_html(data), RH.table_text(data))
