@@ -151,8 +151,15 @@ def result_html(result: ToolResult) -> str:
     return f'<div style="{BOX}">{head}{blocks}</div>'
 
 
-def result_body_html(result: ToolResult) -> str:
-    """A result's content without a header (a call view's header already says status and time)."""
+def result_body_html(result: ToolResult, *, markdown: bool = False) -> str:
+    """A result's content without a header (a call view's header already says status and time);
+    ``markdown``: its text is markdown (a subagent's answer), rendered like a run's answer."""
+    if markdown and not result.is_error:
+        from kode_nb.ui.record_html import markdown as render_markdown
+
+        texts = [getattr(b, "text", None) for b in result.content]
+        if texts and all(isinstance(t, str) for t in texts):
+            return render_markdown(redact_text(clip_head("".join(t or "" for t in texts))))
     blocks = "".join(_block_html(b) for b in result.content) or "<i>(no content)</i>"
     kind = f"<div><code>{esc(result.error_type)}</code></div>" if result.error_type else ""
     return f"<div>{kind}{blocks}</div>"

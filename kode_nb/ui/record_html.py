@@ -87,8 +87,8 @@ def _status(status: str) -> str:
 def _tokens(usage: Mapping[str, Any] | None) -> str:
     usage = usage or {}
     tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
-    if tin is None and tout is None:
-        return ""
+    if tin is None and tout is None:  # the server sent no usage: unknown, never 0
+        return "tokens unknown"
     return f"{'?' if tin is None else tin} in / {'?' if tout is None else tout} out tokens"
 
 
@@ -154,7 +154,10 @@ def _call_body(data: Mapping[str, Any]) -> str:
     text = str(result.get("text") or "")
     if text:
         more = result.get("total_chars", len(text)) - len(text)
-        parts.append(_pre(text) + (f"<div>… {more:,} more characters</div>" if more > 0 else ""))
+        # a subagent's answer (a `think` tool) is markdown, rendered as the run's own answer is
+        answer = data.get("kind") == "think" and not result.get("is_error")
+        body = markdown(text) if answer else _pre(text)
+        parts.append(body + (f"<div>… {more:,} more characters</div>" if more > 0 else ""))
     if result.get("error_type"):
         parts.append(f"<div>error type <code>{_esc(result['error_type'])}</code></div>")
     return "".join(parts)
