@@ -200,6 +200,7 @@ def call_args_html(arguments: Any) -> str:
     """The arguments: inline when short, folded in a ``<details>`` when long."""
     if not arguments:
         return '<small style="color:var(--jp-ui-font-color2,#666)">no arguments</small>'
+    arguments = redact(arguments)  # credential-named keys too, not only known values
     text = pretty_json(arguments)
     compact = json.dumps(arguments, ensure_ascii=False, default=str)
     if len(compact) <= 120:

@@ -87,9 +87,14 @@ def _status(status: str) -> str:
 def _tokens(usage: Mapping[str, Any] | None) -> str:
     usage = usage or {}
     tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
-    if tin is None and tout is None:  # the server sent no usage: unknown, never 0
-        return "tokens unknown"
+    if tin is None and tout is None:
+        return ""
     return f"{'?' if tin is None else tin} in / {'?' if tout is None else tout} out tokens"
+
+
+def _run_tokens(usage: Mapping[str, Any] | None) -> str:
+    """A run's tokens; "tokens unknown" when its server sent no usage (never 0)."""
+    return _tokens(usage) or "tokens unknown"
 
 
 def _line(*parts: str) -> str:
@@ -191,7 +196,7 @@ def run_head(data: Mapping[str, Any]) -> str:
         f"agent <b>{_esc(data['agent'])}</b>{model}",
         _esc(_status(str(data["status"]))),
         f"{turns} turn{'s' if turns != 1 else ''}",
-        _esc(_tokens(data.get("usage"))),
+        _esc(_run_tokens(data.get("usage"))),
         _esc(fmt_seconds(data.get("duration"))),
     )
 
@@ -224,7 +229,7 @@ def run_text(data: Mapping[str, Any]) -> str:
         for p in (
             f"agent {data['agent']}: {data['status'].replace('_', ' ')}",
             f"{turns} turn{'s' if turns != 1 else ''}",
-            _tokens(data.get("usage")),
+            _run_tokens(data.get("usage")),
         )
         if p
     )
