@@ -49,8 +49,11 @@ export class NotebookConnection {
   // ------------------------------------------------------------------ connecting
 
   private onKernel(): void {
-    this.closeComm();
     const kernel = this.panel.sessionContext.session?.kernel ?? null;
+    if (kernel && kernel === this.kernel && this.comm) {
+      return; // already open (or opening) on this kernel
+    }
+    this.closeComm();
     if (this.kernel !== kernel) {
       this.kernel?.anyMessage.disconnect(this.onAnyMessage, this);
       this.kernel = kernel;
