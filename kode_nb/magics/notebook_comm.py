@@ -105,7 +105,10 @@ class NotebookChannel:
         self.comm = comm
         self.session = magics.session
         self.channels = channels
-        self.loop = asyncio.get_event_loop()
+        try:
+            self.loop = asyncio.get_running_loop()
+        except RuntimeError:  # opened outside the loop (a subshell thread): the kernel's loop
+            self.loop = asyncio.get_event_loop_policy().get_event_loop()
         self.sent = 0
         """``tools``/``tools_changed`` messages sent (for tests and benchmarks)."""
         self._pending: dict[str, asyncio.Future[Any]] = {}
