@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kode_nb.magics.kode_magics import KodeMagics
 
-__all__ = ["RATE", "TARGET", "NotebookChannel", "register", "unregister"]
+__all__ = ["RATE", "TARGET", "NotebookChannel", "insert_cells", "register", "unregister"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,26 @@ def unregister(magics: KodeMagics) -> None:
         manager.unregister_target(TARGET, manager.targets[TARGET])
     for channel in list(_CHANNELS):
         channel.close()
+
+
+async def insert_cells(
+    cells: list[dict[str, Any]], *, below_cell_id: str | None = None, timeout: float = 30.0
+) -> dict[str, Any]:
+    """Insert nbformat ``cells`` into the notebook through its front end: below ``below_cell_id``,
+    else below the cell whose execution sent the request. Returns ``{"index", "ids"}``; raises
+    :class:`~kode_nb.ConfigurationError` without a front end, ``RuntimeError`` when it refuses
+    (e.g. an unknown cell id), ``TimeoutError`` when it does not answer."""
+    from kode_nb.builtins.notebook import LINK, NO_FRONT_END
+    from kode_nb.errors import ConfigurationError
+
+    front = LINK.front_end
+    if front is None:
+        raise ConfigurationError(NO_FRONT_END)
+    payload: dict[str, Any] = {"cells": cells}
+    if below_cell_id is not None:
+        payload["below_cell_id"] = below_cell_id
+    result: dict[str, Any] = await front.request("insert_cells", payload, timeout)
+    return result
 
 
 def _tool_row(tool: Any, stats: Any) -> dict[str, Any]:

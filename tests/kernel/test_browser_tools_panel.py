@@ -53,6 +53,12 @@ CELLS = [
     "h = %tool add a=1 b=2",
     "from kode_nb.builtins import register_builtins\n_ = register_builtins(groups='notebook')",
     "c = %tool list_cells limit=3",
+    "import asyncio\nfrom kode_nb.magics.notebook_comm import insert_cells\n"
+    "async def later():\n"
+    "    await asyncio.sleep(1)\n"
+    "    return await insert_cells([{'cell_type': 'markdown', 'metadata': {},"
+    " 'source': 'inserted below'}])\n"
+    "t = asyncio.ensure_future(later())",
 ]
 PANEL = "#kode-nb-tools-panel"
 
@@ -135,7 +141,13 @@ def _drive(page: Any, base: str) -> None:
     panel.locator('.kode-nb-panel-row[data-tool="list_cells"]').wait_for(timeout=5_000)
     run_cell(page, 5)
     listed = wait_output(page, 5, "load_ext kode_nb")
-    assert '"total": 6' in listed or '"total":6' in listed.replace(" ", "")
+    assert '"total": 7' in listed
+    run_cell(page, 6)  # insert_cells: below the cell that asked, wherever the cursor is
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 0; }")
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets.length === 8", timeout=5_000
+    )
+    assert _cell_source(page, 7) == "inserted below"
 
     # the card and "Insert call cell" below the active cell
     page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 3; }")
@@ -145,7 +157,7 @@ def _drive(page: Any, base: str) -> None:
     page.screenshot(path=str(ARTIFACTS / "tools_panel_card.png"))
     panel.get_by_role("button", name="Insert call cell").click()
     page.wait_for_function(
-        "() => window.jupyterapp.shell.currentWidget.content.widgets.length === 7", timeout=5_000
+        "() => window.jupyterapp.shell.currentWidget.content.widgets.length === 9", timeout=5_000
     )
     assert _cell_source(page, 4) == "%tool add a=... b=..."
     page.evaluate(

@@ -264,6 +264,25 @@ def test_variables_are_listed_and_read_bounded(kernel: Kernel, front: FrontEnd) 
     assert "no variable 'DF' in the kernel; did you mean 'df'?" in kernel.value("h.result().text")
 
 
+def test_insert_cells_goes_to_the_front_end_and_returns_its_answer(
+    kernel: Kernel, front: FrontEnd
+) -> None:
+    start = len(kernel.log)
+    kernel.ok(
+        "import asyncio\n"
+        "from kode_nb.magics.notebook_comm import insert_cells\n"
+        "cell = {'cell_type': 'code', 'source': 'print(1)', 'metadata': {}, 'outputs': [],"
+        " 'execution_count': None}\n"
+        "t = asyncio.ensure_future(insert_cells([cell], below_cell_id='c3'))"
+    )
+    request = front.wait("insert_cells", start)
+    assert request["below_cell_id"] == "c3"
+    assert request["cells"][0]["source"] == "print(1)"
+    front.reply(request, {"index": 4, "ids": ["n1"]})
+    _until(kernel, "t.done()", "True")
+    assert kernel.value("t.result()") == "{'index': 4, 'ids': ['n1']}"
+
+
 def test_without_a_front_end_the_cell_tools_say_what_is_missing(
     kernel: Kernel, front: FrontEnd
 ) -> None:
@@ -272,6 +291,8 @@ def test_without_a_front_end_the_cell_tools_say_what_is_missing(
     kernel.ok("h = %tool list_cells")
     _until(kernel, "h.status", "error")
     assert "need the kode_nb JupyterLab extension" in kernel.value("h.result().text")
+    run = kernel.run("await insert_cells([])")
+    assert "ConfigurationError: the notebook tools need the kode_nb JupyterLab" in run.error_text
 
 
 def test_the_comm_fails_to_open_without_kode_nb_loaded(kernel: Kernel) -> None:
