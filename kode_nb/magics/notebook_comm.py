@@ -37,18 +37,8 @@ _CHANNELS: list[NotebookChannel] = []
 
 
 def _comm_manager(shell: Any) -> Any:
-    kernel = getattr(shell, "kernel", None)
-    if kernel is None:
-        return None
-    manager = getattr(kernel, "comm_manager", None)
-    if manager is None:
-        try:
-            from comm import get_comm_manager
-
-            manager = get_comm_manager()
-        except Exception:  # no comm support in this kernel: the panel shows its empty state
-            return None
-    return manager
+    """The kernel's comm manager (ipykernel 6 and 7), or None outside a kernel."""
+    return getattr(getattr(shell, "kernel", None), "comm_manager", None)
 
 
 def register(magics: KodeMagics) -> bool:

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import EXT
+from .conftest import EVERY_KERNEL, EXT
 from .harness import Kernel, Msg
+
+pytestmark = EVERY_KERNEL  # comms are handled differently by ipykernel 6 and 7
 
 TARGET = "kode_nb.notebook"
 
@@ -219,38 +221,20 @@ def test_insert_and_run_ask_before_reaching_the_front_end(
 
 
 def test_variables_are_listed_and_read_bounded(kernel: Kernel, front: FrontEnd) -> None:
-    kernel.ok(
-        "import numpy as np, pandas as pd\n"
-        "df = pd.DataFrame({'a': range(100_000), 'b': [0.5] * 100_000})\n"
-        "arr = np.arange(1_000_000).reshape(1000, 1000)\n"
-        "big = list(range(1_000_000))\n"
-        "def helper(): pass\n"
-        "_hidden = 1"
-    )
+    kernel.ok("big = list(range(1_000_000))\ndef helper(): pass\n_hidden = 1\nimport json")
     kernel.ok("h = %tool list_variables")
     _until(kernel, "h.status", "ok")
     listed = json.loads(kernel.value("h.result().text"))
     names = {v["name"]: v for v in listed["variables"]}
-    assert {"df", "arr", "big"} <= set(names)
-    assert not {"helper", "np", "_hidden"} & set(names)
-    assert names["df"]["type"] == "pandas.DataFrame"
+    assert "big" in names
+    assert not {"helper", "json", "_hidden", "In", "Out"} & set(names)
     assert names["big"]["repr"].startswith("[0, 1, 2")
     assert len(names["big"]["repr"]) <= 80
-
-    kernel.ok("h = %tool read_variable name=df max_rows=3")
+    kernel.ok("h = %tool list_variables include_all=true")
     _until(kernel, "h.status", "ok")
-    df = json.loads(kernel.value("h.result().text"))
-    assert df["shape"] == [100_000, 2]
-    assert df["dtypes"] == {"a": "int64", "b": "float64"}
-    assert df["head_rows"] == 3
-    assert len(df["head"].splitlines()) == 4
-
-    kernel.ok("h = %tool read_variable name=arr max_rows=2 max_chars=200")
-    _until(kernel, "h.status", "ok")
-    arr = json.loads(kernel.value("h.result().text"))
-    assert arr["shape"] == [1000, 1000]
-    assert arr["truncated"]
-    assert len(arr["head"]) <= 201
+    assert {"helper", "json"} <= {
+        v["name"] for v in json.loads(kernel.value("h.result().text"))["variables"]
+    }
 
     kernel.ok("h = %tool read_variable name=big max_chars=100")
     _until(kernel, "h.status", "ok")
@@ -259,9 +243,37 @@ def test_variables_are_listed_and_read_bounded(kernel: Kernel, front: FrontEnd) 
     assert len(big["repr"]) <= 101
     assert big["repr"].startswith("[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...")
 
-    kernel.ok("h = %tool read_variable name=DF")
+    kernel.ok("h = %tool read_variable name=BIG")
     _until(kernel, "h.status", "error")
-    assert "no variable 'DF' in the kernel; did you mean 'df'?" in kernel.value("h.result().text")
+    assert "no variable 'BIG' in the kernel; did you mean 'big'?" in kernel.value("h.result().text")
+
+
+def test_dataframes_and_arrays_show_a_bounded_head(kernel: Kernel, front: FrontEnd) -> None:
+    missing = kernel.value(
+        "[m for m in ('numpy', 'pandas') if __import__('importlib').util.find_spec(m) is None]"
+    )
+    if missing != "[]":
+        pytest.skip(f"this kernel's environment has no {missing} (the dev venv has both)")
+    kernel.ok(
+        "import numpy as np, pandas as pd\n"
+        "df = pd.DataFrame({'a': range(100_000), 'b': [0.5] * 100_000})\n"
+        "arr = np.arange(1_000_000).reshape(1000, 1000)"
+    )
+    kernel.ok("h = %tool read_variable name=df max_rows=3")
+    _until(kernel, "h.status", "ok")
+    df = json.loads(kernel.value("h.result().text"))
+    assert df["shape"] == [100_000, 2]
+    assert df["dtypes"] == {"a": "int64", "b": "float64"}
+    assert df["head_rows"] == 3
+    assert len(df["head"].splitlines()) == 4  # header + 3 rows
+
+    kernel.ok("h = %tool read_variable name=arr max_rows=2 max_chars=200")
+    _until(kernel, "h.status", "ok")
+    arr = json.loads(kernel.value("h.result().text"))
+    assert arr["shape"] == [1000, 1000]
+    assert arr["dtype"] == "int64"
+    assert arr["truncated"]
+    assert len(arr["head"]) <= 201
 
 
 def test_insert_cells_goes_to_the_front_end_and_returns_its_answer(
