@@ -5,6 +5,8 @@ nested subagent runs, the final answer, then the trace.
 arrives at the top-level view, which dispatches them by ``run_id``)::
 
     RunView "main"                        header: model, status, turns, tokens, elapsed
+    ├── the delegation tree               one line per run, once a subagent starts
+                                          (:mod:`kode_nb.ui.delegation`)
     ├── Turn 1   streamed text (StreamView, coalesced at ``rate`` flushes a second)
     │   └── ToolRow investigate           a CallView: arguments, state, approval, result
     │       └── RunView "investigate"     created on SubagentStarted, fills in as it runs
