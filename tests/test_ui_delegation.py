@@ -36,7 +36,10 @@ async def _until(check: object, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_the_tree_shows_each_run_and_approves_from_its_line(registry: ToolRegistry) -> None:
+@pytest.mark.parametrize("allowed", [True, False])
+async def test_the_tree_shows_each_run_and_decides_from_its_line(
+    registry: ToolRegistry, allowed: bool
+) -> None:
     def save(text: str) -> str:
         """Save a note."""
         return f"saved {text}"
@@ -68,17 +71,21 @@ async def test_the_tree_shows_each_run_and_approves_from_its_line(registry: Tool
     assert lines[1].startswith("  └ writer · running · turn 1")
     assert lines[1].endswith("⏸ approve save?")
     line = list(tree.lines.values())[1]
-    assert line.approve_button in line.children
-    line.approve_button.click()
+    assert line.buttons is not None
+    allow, refuse = line.buttons
+    assert allow in line.children
+    assert refuse in line.children
+    assert [allow.description, refuse.description] == ["✔ Allow", "✘ Refuse"]
+    (allow if allowed else refuse).click()
     result = await asyncio.wait_for(task, 10)
     assert result.ok, result.error
     (save_call,) = result.trace.root.find(kind="tool_call", name="execute_tool save")
-    assert save_call.status == "ok"
+    assert save_call.status == ("ok" if allowed else "denied")
     resolved = [e for e in save_call.events if e["name"] == "approval_resolved"]
-    assert resolved[0]["attributes"]["approved"] is True
+    assert resolved[0]["attributes"]["approved"] is allowed
     lines = tree.text().splitlines()
     assert "approve" not in tree.text()
-    assert line.approve_button not in line.children
+    assert allow not in line.children
     assert lines[0].startswith("main · completed · turn 2")
     assert f"${result.cost:.6f}".rstrip("0") in lines[0]  # the root's cost includes the writer's
     assert lines[1].startswith("  └ writer · completed · turn 2")

@@ -3,7 +3,7 @@
 Each line shows the run's agent, status, turn, tokens and cost — both totals of the run's
 model calls and of every subagent below it, read from the run's trace spans (a model call's
 ``cost`` attribute; unknown stays "cost unknown", never $0) — and, when a tool call of that
-run waits for approval, which tool, with **Approve** and **Deny** buttons that decide it
+run waits for approval, which tool, with **✔ Allow** and **✘ Refuse** buttons that decide it
 exactly as the prompt inside the call's row would (the prompt closes too). The top-level
 :class:`~kode_nb.ui.agent_view.RunView` shows the tree once a subagent has started, and
 refreshes it on the run's events (not on streamed text) and when an approval appears or is
@@ -81,15 +81,29 @@ class _Line(W.HBox):  # type: ignore[misc]
         self.view = view
         self.tree = tree
         self.label = W.HTML()
-        self.approve_button = W.Button(
-            description="Approve", button_style="success", layout=W.Layout(width="auto")
-        )
-        self.deny_button = W.Button(
-            description="Deny", button_style="danger", layout=W.Layout(width="auto")
-        )
-        self.approve_button.on_click(lambda _b: self._decide(True))
-        self.deny_button.on_click(lambda _b: self._decide(False))
+        self.buttons: tuple[Any, Any] | None = None
+        """``(allow, refuse)``, made when the run first waits for an approval."""
         super().__init__([self.label], layout=W.Layout(align_items="center"))
+
+    def _buttons(self) -> tuple[Any, Any]:
+        # labelled unlike the prompt's Approve/Deny, so each button has a name of its own
+        if self.buttons is None:
+            allow = W.Button(
+                description="✔ Allow",
+                button_style="success",
+                tooltip="Approve the waiting call",
+                layout=W.Layout(width="auto"),
+            )
+            refuse = W.Button(
+                description="✘ Refuse",
+                button_style="danger",
+                tooltip="Deny the waiting call",
+                layout=W.Layout(width="auto"),
+            )
+            allow.on_click(lambda _b: self._decide(True))
+            refuse.on_click(lambda _b: self._decide(False))
+            self.buttons = (allow, refuse)
+        return self.buttons
 
     def _decide(self, approved: bool) -> None:
         """A click (the comm handler's thread): the decision goes to the loop."""
@@ -121,7 +135,7 @@ class _Line(W.HBox):  # type: ignore[misc]
     def refresh(self) -> None:
         text = self.text()
         self.label.value = f'<code style="white-space:pre">{esc(text)}</code>'
-        buttons = [self.approve_button, self.deny_button] if pending(self.view) else []
+        buttons = self._buttons() if pending(self.view) else ()
         children = (self.label, *buttons)
         if tuple(self.children) != children:
             self.children = children
