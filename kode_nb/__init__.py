@@ -57,9 +57,11 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
+    "prices": "kode_nb.agents",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
     "run_many": "kode_nb.many.core",
+    "set_price": "kode_nb.agents",
     "settle": "kode_nb.magics",
     "tool": "kode_nb.tools",
     "use_registry": "kode_nb.tools",
@@ -111,9 +113,11 @@ __all__ = [
     "default_registry",
     "define_tool",
     "deny",
+    "prices",
     "register_secret",
     "register_subagent",
     "run_many",
+    "set_price",
     "settle",
     "tool",
     "use_registry",
@@ -123,6 +127,12 @@ __all__ = [
 if TYPE_CHECKING:
     from kode_nb._redact import (
         register_secret as register_secret,
+    )
+    from kode_nb.agents import (
+        prices as prices,
+    )
+    from kode_nb.agents import (
+        set_price as set_price,
     )
     from kode_nb.agents.loop import (
         Agent as Agent,

@@ -7,6 +7,8 @@
 * Events for live views (:mod:`.events`): pass ``on_event=`` to an agent or a run.
 * :class:`Trace` — the recorded tree, as ``kode_nb.trace/v1`` JSON or OpenTelemetry spans
   (:mod:`.trace`); secrets are removed first (:func:`redact`).
+* Cost: :data:`prices` (editable), :func:`set_price`, :func:`price_for`, and the request size
+  estimate :func:`estimate_tokens` (:mod:`._cost`).
 
 Nothing here imports Jupyter.
 """
@@ -14,6 +16,7 @@ Nothing here imports Jupyter.
 from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
+from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,
@@ -48,6 +51,7 @@ __all__ = [
     "ModelResponded",
     "ModelSpec",
     "NarrowedPolicy",
+    "Price",
     "RunFinished",
     "RunStarted",
     "RunStatus",
@@ -61,9 +65,13 @@ __all__ = [
     "Trace",
     "TurnStarted",
     "compress_context",
+    "estimate_tokens",
+    "price_for",
+    "prices",
     "redact",
     "redact_text",
     "register_subagent",
     "resolve_tools",
+    "set_price",
     "subagent_tool",
 ]
