@@ -19,7 +19,7 @@ Anything else returns ``None`` and goes the model way. A property test
 (``tests/test_simple_schema.py``) checks that both paths agree.
 
 This second validator (besides the model's, which is then built only if asked for) pays:
-defining a tool takes ~110 µs instead of ~770 µs, and a call validates 0.76 µs faster
+defining a tool takes ~110 µs instead of ~770 µs, and a call validates 0.8 µs faster
 (paired rounds against the model path, ``benchmarks/results/micro_opts.txt``).
 """
 
