@@ -59,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "deny": "kode_nb.policy",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
+    "replay": "kode_nb.agents",
     "run_many": "kode_nb.many.core",
     "settle": "kode_nb.magics",
     "tool": "kode_nb.tools",
@@ -113,6 +114,7 @@ __all__ = [
     "deny",
     "register_secret",
     "register_subagent",
+    "replay",
     "run_many",
     "settle",
     "tool",
@@ -123,6 +125,9 @@ __all__ = [
 if TYPE_CHECKING:
     from kode_nb._redact import (
         register_secret as register_secret,
+    )
+    from kode_nb.agents import (
+        replay as replay,
     )
     from kode_nb.agents.loop import (
         Agent as Agent,

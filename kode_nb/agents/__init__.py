@@ -5,8 +5,10 @@
   (:mod:`.subagent`), with a narrowed policy (:class:`NarrowedPolicy`) and a context
   compression hook (:func:`compress_context`).
 * Events for live views (:mod:`.events`): pass ``on_event=`` to an agent or a run.
-* :class:`Trace` — the recorded tree, as ``kode_nb.trace/v1`` JSON or OpenTelemetry spans
+* :class:`Trace` — the recorded tree, as ``kode_nb.trace/v2`` JSON or OpenTelemetry spans
   (:mod:`.trace`); secrets are removed first (:func:`redact`).
+* :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
+  tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
 
 Nothing here imports Jupyter.
 """
@@ -14,6 +16,7 @@ Nothing here imports Jupyter.
 from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
+from kode_nb.agents._replay import Replay, replay
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,
@@ -49,6 +52,7 @@ __all__ = [
     "ModelSpec",
     "NarrowedPolicy",
     "RunFinished",
+    "Replay",
     "RunStarted",
     "RunStatus",
     "RunUsage",
@@ -64,6 +68,7 @@ __all__ = [
     "redact",
     "redact_text",
     "register_subagent",
+    "replay",
     "resolve_tools",
     "subagent_tool",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import (
     AssistantMessage,
     Finish,
@@ -34,6 +35,7 @@ from kode_nb.models.errors import (
     ModelError,
     ModelHTTPError,
     ModelProtocolError,
+    ReplayDivergedError,
     ScriptExhausted,
     ScriptMismatch,
 )
@@ -66,6 +68,8 @@ __all__ = [
     "ModelSettings",
     "Notice",
     "OpenAIChatModel",
+    "ReplayDivergedError",
+    "ReplayModel",
     "ScriptExhausted",
     "ScriptMismatch",
     "ScriptedCall",
