@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
+    "expand_trace": "kode_nb.agents",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
     "replay": "kode_nb.agents",
@@ -112,6 +113,7 @@ __all__ = [
     "default_registry",
     "define_tool",
     "deny",
+    "expand_trace",
     "register_secret",
     "register_subagent",
     "replay",
@@ -125,6 +127,9 @@ __all__ = [
 if TYPE_CHECKING:
     from kode_nb._redact import (
         register_secret as register_secret,
+    )
+    from kode_nb.agents import (
+        expand_trace as expand_trace,
     )
     from kode_nb.agents import (
         replay as replay,

@@ -9,6 +9,7 @@
   (:mod:`.trace`); secrets are removed first (:func:`redact`).
 * :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
   tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
+* :func:`expand_trace` — a recorded run as notebook cells that reproduce it (:mod:`._expand`).
 
 Nothing here imports Jupyter.
 """
@@ -16,6 +17,7 @@ Nothing here imports Jupyter.
 from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
+from kode_nb.agents._expand import Expansion, expand_trace
 from kode_nb.agents._replay import Replay, replay
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
@@ -48,6 +50,7 @@ __all__ = [
     "AgentRunResult",
     "CompressContext",
     "EventCallback",
+    "Expansion",
     "ModelResponded",
     "ModelSpec",
     "NarrowedPolicy",
@@ -65,6 +68,7 @@ __all__ = [
     "Trace",
     "TurnStarted",
     "compress_context",
+    "expand_trace",
     "redact",
     "redact_text",
     "register_subagent",
