@@ -16,6 +16,8 @@ from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import Turn, call
 
+from .harness import Kernel
+
 pytestmark = pytest.mark.anyio
 
 
@@ -60,3 +62,40 @@ async def test_the_expanded_notebook_replays_the_run_in_a_real_kernel(
     assert len(tool_cells) == 3
     texts = [o["data"]["text/plain"] for c in tool_cells for o in c.outputs]
     assert all("not_found" in t for t in texts), texts  # the fresh kernel has no such tools
+
+
+MAGIC_RUN = '''
+from kode_nb import define_tool
+from kode_nb.agents import Agent
+from kode_nb.models import ScriptedModel, call
+
+def mul(a: int, b: int) -> int:
+    """Multiply."""
+    return a * b
+
+define_tool(mul, inline=True)
+result = await Agent(model=ScriptedModel([call("mul", a=6, b=7), "42"]), tools=["mul"]).run("6*7?")
+'''
+
+
+def test_the_magic_writes_next_to_the_notebook_and_links_it(kernel: Kernel, tmp_path: Path) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    folder = tmp_path / "work"
+    folder.mkdir()
+    kernel.ok(f"__session__ = {str(folder / 'lesson.ipynb')!r}")
+    kernel.ok(MAGIC_RUN)
+    run = kernel.ok("%expand_trace result")
+    written = list(folder.glob("lesson-result-*.ipynb"))
+    assert len(written) == 1
+    html = run.text("text/html")
+    assert "Expanded into <a href=" in html
+    assert written[0].name in html
+    assert "<li>" not in html  # mul is registered in that kernel: nothing to note
+    nb = nbformat.read(written[0], as_version=4)
+    nbformat.validate(nb)
+    again = kernel.ok("%expand_trace result")  # a second expansion never overwrites the first
+    assert len(list(folder.glob("lesson-result-*.ipynb"))) == 2
+    assert "-2.ipynb" in again.text("text/html")
+    bad = kernel.run("%expand_trace nothing_here")
+    assert "no variable named 'nothing_here'" in bad.error_text
+    assert kernel.value("1 + 1") == "2"  # the kernel lives on
