@@ -99,3 +99,35 @@ def test_the_magic_writes_next_to_the_notebook_and_links_it(kernel: Kernel, tmp_
     bad = kernel.run("%expand_trace nothing_here")
     assert "no variable named 'nothing_here'" in bad.error_text
     assert kernel.value("1 + 1") == "2"  # the kernel lives on
+
+
+def test_with_the_front_end_comm_the_cells_go_below_the_cell(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    kernel.ok(MAGIC_RUN)
+    comm_id = "notebook-comm-1"
+    opening = kernel.kc.session.msg(
+        "comm_open", {"comm_id": comm_id, "target_name": "kode_nb.notebook", "data": {}}
+    )
+    kernel.kc.shell_channel.send(opening)
+    kernel.drain()
+    run = kernel.ok("%expand_trace result", cell_id="cell-abc")
+    sent = [m for m in run.messages if m["msg_type"] == "comm_msg"]
+    assert len(sent) == 1
+    assert sent[0]["content"]["comm_id"] == comm_id
+    data = sent[0]["content"]["data"]
+    assert data["op"] == "insert_cells"
+    assert data["below_cell_id"] == "cell-abc"
+    assert data["trace_id"] == kernel.value("result.trace.trace_id")
+    roles = [c["metadata"]["kode_nb"]["role"] for c in data["cells"]]
+    assert roles == ["setup", "run", "turn", "tool_call", "turn", "model_text", "replay_heading",
+                     "replay"]  # fmt: skip
+    assert "Inserted 8 cells below this cell" in run.text("text/html")
+    closing = kernel.kc.session.msg("comm_close", {"comm_id": comm_id, "data": {}})
+    kernel.kc.shell_channel.send(closing)
+    kernel.drain()
+    target = tmp_path / "after_close.ipynb"
+    again = kernel.ok(f"%expand_trace result --path {target}")
+    assert not [m for m in again.messages if m["msg_type"] == "comm_msg"]  # back to files
+    assert target.exists()
+    assert "after_close.ipynb" in again.text("text/html")
