@@ -22,8 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from kode_nb._redact import redact
 from kode_nb.agents.loop import Agent
+from kode_nb.agents.output import output_instructions
 from kode_nb.agents.result import AgentRunResult
 from kode_nb.agents.trace import Span, Trace
 from kode_nb.errors import ConfigurationError
@@ -213,8 +216,12 @@ async def replay(
     tools: ToolMode = "recorded",
     executor: Executor | None = None,
     strict: bool = True,
+    output_model: type[BaseModel] | None = None,
 ) -> Replay:
-    """Re-run a recorded run offline (see the module docstring); returns a :class:`Replay`."""
+    """Re-run a recorded run offline (see the module docstring); returns a :class:`Replay`.
+
+    ``output_model``: the pydantic model of a run recorded with one (the trace keeps only its
+    name), so the replayed answer is validated into it as the original was."""
     if tools not in ("recorded", "execute"):
         raise ConfigurationError(f"replay: tools must be 'recorded' or 'execute', got {tools!r}")
     if executor is not None and tools == "recorded":
@@ -227,6 +234,21 @@ async def replay(
     notes = [f"{trace.schema} has no {key}: using the default"
              for key in ("tool_specs", "max_result_chars", "settings", "history_length")
              if key not in a]  # fmt: skip
+    system = str(a.get("system_prompt") or "")
+    recorded_output = a.get("output_model")
+    if output_model is not None:
+        suffix = output_instructions(output_model)
+        if not system.endswith(suffix):
+            raise ConfigurationError(
+                f"replay: output_model={output_model.__name__} is not the one the run was "
+                f"recorded with ({recorded_output or 'none'}): its instructions differ"
+            )
+        system = system[: -len(suffix)].removesuffix("\n\n")
+    elif recorded_output:
+        notes.append(
+            f"the run had output_model {recorded_output}: pass output_model= to validate the "
+            "answer into it (it is replayed as text)"
+        )
     log: list[ReplayDivergedError] = []
     model = replay_model(run, strict=strict, log=log)
     offered = [str(n) for n in a.get("tools") or []]
@@ -246,7 +268,7 @@ async def replay(
     try:
         agent = Agent(
             str(a.get("agent") or run.name), model=model,
-            system_prompt=str(a.get("system_prompt") or ""), tools=offered,
+            system_prompt=system, tools=offered, output_model=output_model,
             max_turns=int(a.get("max_turns") or 10), time_limit=a.get("time_limit"),
             executor=run_executor, settings=ModelSettings(**known),
             max_result_chars=limit if isinstance(limit, int) else None,

@@ -187,3 +187,26 @@ async def test_replay_with_message_history_and_a_recorded_failure(math: dict[str
     )
     first = replayed.result.trace.root.find("model_call")[0].attributes["messages"]
     assert first[0] == {"role": "user", "content": "earlier question"}
+
+
+class Sum(BaseModel):
+    total: int
+
+
+async def test_a_structured_answer_replays_into_its_output_model(math: dict[str, int]) -> None:
+    model = ScriptedModel([call("add", a=2, b=3), '{"total": 5}'])
+    agent = Agent(model=model, system_prompt="Add.", tools=["add"], output_model=Sum)
+    original = await agent.run("2+3")
+    assert original.output == Sum(total=5)
+    replayed = await kode_nb.replay(original, output_model=Sum)
+    assert replayed.output == Sum(total=5)
+    assert replayed.matches
+    as_text = await kode_nb.replay(original)
+    assert as_text.output == '{"total": 5}'
+    assert "the run had output_model Sum: pass output_model= to validate" in as_text.notes[0]
+
+    class Other(BaseModel):
+        n: int
+
+    with pytest.raises(ConfigurationError, match="output_model=Other is not the one"):
+        await kode_nb.replay(original, output_model=Other)
