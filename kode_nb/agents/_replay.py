@@ -254,9 +254,12 @@ async def replay(
     offered = [str(n) for n in a.get("tools") or []]
     history: list[Message] = []
     calls = model.calls
+    first = list(calls[0].get("messages") or []) if calls else []
     length = a.get("history_length")
-    if isinstance(length, int) and length > 0 and calls:
-        history = [_message(m) for m in (calls[0].get("messages") or [])[:length]]
+    if length is None and first and first[-1] == {"role": "user", "content": a["prompt"]}:
+        length = len(first) - 1  # a v1 trace: the history is what came before the prompt
+    if isinstance(length, int) and length > 0:
+        history = [_message(m) for m in first[:length]]
     recorded_settings = a.get("settings")
     settings = recorded_settings if isinstance(recorded_settings, Mapping) else {}
     known = {k: settings[k] for k in ("temperature", "max_tokens", "tool_choice") if k in settings}

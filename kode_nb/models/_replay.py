@@ -138,8 +138,6 @@ class ReplayModel:
                 diff = _diff({"system": self.system}, {"system": system})
                 self._diverged(turn, "the system prompt differs", diff)
         expected = list(recorded.get("messages") or [])
-        if turn == 1 and len(request.messages) >= len(expected):
-            self._seen = len(request.messages) - len(expected)  # older history is not recorded
         now = [self._normalize(request_message(m)) for m in request.messages[self._seen :]]
         self._seen = len(request.messages)
         for i in range(max(len(expected), len(now))):

@@ -187,6 +187,12 @@ async def test_replay_with_message_history_and_a_recorded_failure(math: dict[str
     )
     first = replayed.result.trace.root.find("model_call")[0].attributes["messages"]
     assert first[0] == {"role": "user", "content": "earlier question"}
+    v1 = original.trace.to_dict()
+    v1["schema"] = "kode_nb.trace/v1"
+    del v1["root"]["attributes"]["history_length"]
+    again = await kode_nb.replay(v1)  # the history is inferred from the first request
+    assert again.result.status == "error"
+    assert not again.divergences
 
 
 class Sum(BaseModel):
