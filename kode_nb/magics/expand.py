@@ -31,13 +31,8 @@ _OPEN: list[Any] = []
 
 def register_notebook_target(shell: Any) -> None:
     """Accept the front end's ``kode_nb.notebook`` comms (no-op outside a kernel)."""
-    if getattr(shell, "kernel", None) is None:
-        return
-    try:
-        from comm import get_comm_manager
-
-        manager = get_comm_manager()
-    except Exception:  # an old kernel without the comm package: files only
+    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+    if manager is None:  # not in a kernel: files only
         return
 
     def opened(comm: Any, _msg: Any) -> None:
