@@ -18,6 +18,7 @@ raises :class:`~kode_nb.models.ReplayDivergedError` naming the run, the turn and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -42,7 +43,6 @@ from kode_nb.models.base import (
 )
 from kode_nb.models.errors import ReplayDivergedError
 from kode_nb.tools._model import Tool
-from kode_nb.tools._raw_schema import schema_validator
 from kode_nb.tools._registry import ToolRegistry
 from kode_nb.types import TextBlock, ToolKind, ToolResult
 
@@ -96,8 +96,6 @@ def load_trace(trace_or_run: Any) -> Trace:
     if isinstance(getattr(trace_or_run, "trace", None), Trace):
         return trace_or_run.trace  # type: ignore[no-any-return]
     if isinstance(trace_or_run, str):
-        import json
-
         try:
             trace_or_run = json.loads(trace_or_run)
         except ValueError as exc:
@@ -175,6 +173,29 @@ def _message(data: Mapping[str, Any]) -> Message:
     )  # fmt: skip
 
 
+class _AnyArguments:
+    """Accepts whatever was recorded (the stand-in answers by call id, not by arguments)."""
+
+    def __init__(self, schema: Any) -> None:
+        self.schema: dict[str, Any] = (
+            dict(schema) if isinstance(schema, Mapping) else {"type": "object"}
+        )
+
+    def validate(self, raw: str | bytes | Mapping[str, Any] | None, *, tool: str) -> dict[str, Any]:
+        if isinstance(raw, Mapping):
+            return dict(raw)
+        try:
+            parsed = json.loads(raw) if raw else {}
+        except ValueError:
+            return {
+                "raw": raw if isinstance(raw, str) else bytes(raw or b"").decode(errors="replace")
+            }
+        return dict(parsed) if isinstance(parsed, Mapping) else {"raw": parsed}
+
+    def dump(self, validated: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(validated)
+
+
 def _recorded_tools(run: Span, offered: list[str], specs: list[Any]) -> ToolRegistry:
     """Stand-in tools answering each call id with its recorded result."""
     results: dict[str, Mapping[str, Any]] = {}
@@ -202,7 +223,7 @@ def _recorded_tools(run: Span, offered: list[str], specs: list[Any]) -> ToolRegi
 
         stand_in = Tool(
             name=name, description=str(spec.get("description") or f"recorded {name}"),
-            function=answer, validator=schema_validator({"type": "object"}),
+            function=answer, validator=_AnyArguments(spec.get("parameters")),
             kind=ToolKind.READ, approval="auto", mode="async", context_param="ctx",
             arguments_param="args", source=f"replay.{name}",
         )  # fmt: skip
