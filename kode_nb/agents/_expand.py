@@ -6,8 +6,8 @@ The cells (nbformat 4 dicts, no Jupyter import needed) are, in order:
 * ``## Run <agent>``: the prompt, model, allowlist and limits — collapsed;
 * per turn ``### Turn n`` (collapsed): the model's text as a markdown cell, then one code cell
   per tool call that calls the tool with the recorded arguments (``await executor.call(...)``),
-  the recorded result as its saved output; a subagent's nested run follows its call as a
-  deeper heading, with its own turns;
+  the recorded result as its saved output; a subagent's call is left commented (running it would
+  call its model) and its nested run follows as a deeper heading, with its own turns;
 * ``## Replay <agent>`` (left open, so it closes the collapsed section): a cell that replays
   the whole run offline (``await kode_nb.replay(TRACE)``) and prints its output.
 
@@ -151,13 +151,17 @@ class _Builder:
                 span,
             )
         args = json.dumps(arguments, ensure_ascii=False, indent=None)
-        source = (
-            f"# {path}: call {a.get('call_id')} → {result.get('status', '?')}\n"
-            f"result = await executor.call({tool!r}, {args})\nresult"
-        )
-        self.code(source, span, "tool_call", output=str(result.get("text", "")))
         nested = [c for c in span.children if c.kind == "run"]
-        subagent = _is_subagent(result)
+        subagent = _is_subagent(result) or bool(nested)
+        head = f"# {path}: call {a.get('call_id')} → {result.get('status', '?')}\n"
+        line = f"result = await executor.call({tool!r}, {args})"
+        if subagent:  # running it would call the subagent's model: its recorded run follows
+            source = (f"{head}# `{tool}` is a subagent: calling it runs its model, so the call is "
+                      f"left commented;\n# its recorded run follows, and the last cell replays "
+                      f"it offline.\n# {line}")  # fmt: skip
+        else:
+            source = f"{head}{line}\nresult"
+        self.code(source, span, "tool_call", output=str(result.get("text", "")))
         if subagent and not nested:
             self.note(
                 f"subagent `{tool}` (call {a.get('call_id')}) has no recorded nested run in the "

@@ -70,7 +70,8 @@ async def test_cells_follow_the_run_with_collapsed_headings(add: ToolRegistry) -
     assert "**main** (model):\n\nLet me ask." in sources(cells, "markdown")
     code = sources(cells, "code")
     assert code[0].startswith("import json\n\nimport kode_nb")
-    assert 'result = await executor.call(\'helper\', {"objective": "1+1"})' in code[1]
+    assert "# `helper` is a subagent: calling it runs its model" in code[1]
+    assert '\n# result = await executor.call(\'helper\', {"objective": "1+1"})' in code[1]
     assert 'result = await executor.call(\'add\', {"a": 1, "b": 1})' in code[2]
     outputs = [c["outputs"][0]["data"]["text/plain"] for c in cells if c["cell_type"] == "code"
                and c["outputs"]]  # fmt: skip

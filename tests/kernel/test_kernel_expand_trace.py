@@ -60,7 +60,9 @@ async def test_the_expanded_notebook_replays_the_run_in_a_real_kernel(
     assert printed.strip() == original.output == "The helper said forty-two; plus one is 43."
     tool_cells = [c for c in nb.cells if c.metadata.get("kode_nb", {}).get("role") == "tool_call"]
     assert len(tool_cells) == 3
-    texts = [o["data"]["text/plain"] for c in tool_cells for o in c.outputs]
+    assert tool_cells[0].outputs == []  # the subagent's call is commented: nothing ran
+    texts = [o["data"]["text/plain"] for c in tool_cells[1:] for o in c.outputs]
+    assert len(texts) == 2
     assert all("not_found" in t for t in texts), texts  # the fresh kernel has no such tools
 
 
