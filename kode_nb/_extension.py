@@ -1,8 +1,8 @@
 """The IPython extension: ``%load_ext kode_nb``, ``%reload_ext kode_nb``, ``%unload_ext kode_nb``.
 
-Loading registers the magics (:class:`~kode_nb.magics.KodeMagics`), the display formatters
-of the core types and the ``kode_nb.notebook`` comm target (for ``%expand_trace``), nothing
-else: no widgets, no pydantic, no session (that is created on first use). Formatters are registered by type *name*, and render through :mod:`kode_nb.ui.formatters`,
+Loading registers the magics (:class:`~kode_nb.magics.KodeMagics`) and the display formatters
+of the core types, nothing else: no widgets, no pydantic, no session (that is created on first
+use). Formatters are registered by type *name*, and render through :mod:`kode_nb.ui.formatters`,
 imported on the first display. Unloading removes exactly what loading added and closes the
 session (running calls are cancelled), so ``%reload_ext`` gives a clean start; the tools in the
 registry are kept.
@@ -63,9 +63,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
         if wait_cells not in ipython.input_transformers_post:
             ipython.input_transformers_post.append(wait_cells)
-    from kode_nb.magics.expand import register_notebook_target
+        from kode_nb.magics.notebook_comm import register
 
-    register_notebook_target(ipython)  # the front end's kode_nb.notebook comm (expand_trace)
+        register(magics)  # the tools panel and the notebook tools' front end
     from kode_nb.magics.mcp_magics import connect_configured
 
     connect_configured(magics)  # MCP servers of a config file: background task, never raises
@@ -77,6 +77,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     magics = manager.registry.pop(_MAGICS, None)
     if magics is None:
         return
+    from kode_nb.magics.notebook_comm import unregister
+
+    unregister(magics)
     magics.close_session()
     from kode_nb.magics.awaiting import wait_cells
 

@@ -126,6 +126,20 @@ def test_a_denial_reads_denied_with_its_reason_and_long_arguments_fold() -> None
     assert "<code>{&quot;a&quot;: 1}</code>" in short.html
 
 
+def test_a_subagent_answer_is_markdown_at_every_nesting_level() -> None:
+    from kode_nb.ui.html import result_body_html
+
+    answer = ToolResult.from_text("The answer is **42**.", tool="researcher")
+    think = call_record(tool="researcher", call_id="c", kind="think", arguments={}, result=answer)
+    assert "<strong>42</strong>" in think.html  # the record, as the run's own answer renders
+    assert "<strong>42</strong>" in result_body_html(answer, markdown=True)  # the live view
+    plain = call_record(tool="read", call_id="c", kind="read", arguments={}, result=answer)
+    assert "**42**" in plain.html  # other tools: their text as it is
+    assert "<strong>" not in plain.html
+    failed = ToolResult.error("**boom**", tool="researcher")
+    assert "<strong>" not in result_body_html(failed, markdown=True)
+
+
 def test_a_huge_result_is_bounded_in_the_record() -> None:
     result = ToolResult.from_text("y" * 100_000, tool="t")
     record = call_record(tool="t", call_id="c", kind="read", arguments={}, result=result)

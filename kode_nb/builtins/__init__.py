@@ -9,6 +9,8 @@ fs      read_file, write_file, edit_file, list_files, delete_file, move_file,   
 web     http_get, http_post, http_request                                      ``web``
 data    json_parse, json_stringify, base64_encode, base64_decode               ``data``
 runtime exec                                                                   ``runtime``
+notebook list_cells, read_cell, list_variables, read_variable, insert_cell,     ``notebook``
+        run_cell
 ======= ====================================================================== =============
 
 Each tool belongs to its group and to ``builtin``, so policies can say ``group:fs`` or
@@ -19,7 +21,8 @@ Each tool belongs to its group and to ``builtin``, so policies can say ``group:f
     register_builtins(reg, allowed_hosts=["127.0.0.1:8000"])   # everything, web to one host
 
 Mutating tools ask for approval by default: write_file, edit_file, set_env (edit),
-delete_file (delete), move_file (move), exec, http_post and http_request (execute). The web
+delete_file (delete), move_file (move), exec, http_post and http_request (execute),
+insert_cell (edit) and run_cell (execute). The web
 tools reach no host until ``allowed_hosts`` (or a :class:`WebConfig`) allows some.
 """
 
@@ -29,6 +32,7 @@ from collections.abc import Callable, Iterable
 
 from kode_nb.builtins.data import data_tools
 from kode_nb.builtins.fs import FsLimits, fs_tools
+from kode_nb.builtins.notebook import notebook_tools
 from kode_nb.builtins.runtime import ExecConfig, runtime_tools
 from kode_nb.builtins.system import system_tools
 from kode_nb.builtins.web import WebConfig, web_tools
@@ -45,13 +49,14 @@ __all__ = [
     "builtin_tools",
     "data_tools",
     "fs_tools",
+    "notebook_tools",
     "register_builtins",
     "runtime_tools",
     "system_tools",
     "web_tools",
 ]
 
-GROUPS: tuple[str, ...] = ("system", "fs", "web", "data", "runtime")
+GROUPS: tuple[str, ...] = ("system", "fs", "web", "data", "runtime", "notebook")
 """The built-in groups, in the order :func:`builtin_tools` returns them."""
 
 
@@ -106,6 +111,7 @@ def builtin_tools(
         "web": lambda: web_tools(web),
         "data": data_tools,
         "runtime": lambda: runtime_tools(runtime),
+        "notebook": notebook_tools,
     }
     chosen = _groups(groups) if groups else list(GROUPS)
     return [tool for group in chosen for tool in makers[group]()]

@@ -1,10 +1,8 @@
 """``%expand_trace VAR``: a recorded run's cells, inserted below the cell or written to a file.
 
 The cells come from :func:`kode_nb.expand_trace` (see ``kode_nb/agents/_expand.py``). When the
-front end has opened the comm target ``kode_nb.notebook`` (the JupyterLab extension does, per
-notebook; message format in docs/RECORDS.md), the kernel sends it
-``{"op": "insert_cells", "cells": [...], "below_cell_id": ..., "trace_id": ...}`` and the
-front end inserts them below the cell. Without it (VS Code, nbconvert, classic) or with
+JupyterLab extension is connected over the ``kode_nb.notebook`` comm (``kode_nb/magics/notebook_comm.py``,
+protocol in docs/RECORDS.md), its ``insert_cells`` request puts them below the cell. Without it (VS Code, nbconvert, classic) or with
 ``--path``, they go into a new ``.ipynb`` beside the notebook
 (``<notebook>-<var>-<trace id>.ipynb``), and the output links to it. Notes say what cannot be
 reproduced.
@@ -20,40 +18,11 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import HTML, display
 
-__all__ = ["NOTEBOOK_TARGET", "expand_command", "notebook_dir", "register_notebook_target"]
-
-NOTEBOOK_TARGET = "kode_nb.notebook"
-"""The comm target the front end opens to receive cells (docs/RECORDS.md)."""
-
-_OPEN: list[Any] = []
-"""The notebook comms the front end opened, oldest first."""
+__all__ = ["expand_command", "notebook_dir"]
 
 
-def register_notebook_target(shell: Any) -> None:
-    """Accept the front end's ``kode_nb.notebook`` comms (no-op outside a kernel)."""
-    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
-    if manager is None:  # not in a kernel: files only
-        return
-
-    def opened(comm: Any, _msg: Any) -> None:
-        _OPEN.append(comm)
-
-        @comm.on_close
-        def _closed(_msg: Any) -> None:
-            if comm in _OPEN:
-                _OPEN.remove(comm)
-
-    manager.register_target(NOTEBOOK_TARGET, opened)
-
-
-def _current_cell_id(shell: Any) -> str | None:
-    kernel = getattr(shell, "kernel", None)
-    try:
-        parent = kernel.get_parent("shell") if kernel is not None else {}
-    except Exception:
-        return None
-    cell_id = (parent or {}).get("metadata", {}).get("cellId")
-    return cell_id if isinstance(cell_id, str) else None
+_TASKS: set[Any] = set()
+"""Insertions waiting for the front end's answer (kept referenced until done)."""
 
 
 def notebook_dir(ns: dict[str, Any]) -> tuple[Path, str]:
@@ -65,14 +34,20 @@ def notebook_dir(ns: dict[str, Any]) -> tuple[Path, str]:
     return Path.cwd(), "trace"
 
 
+def _front_end() -> bool:
+    from kode_nb.builtins.notebook import LINK
+
+    return LINK.front_end is not None
+
+
 def expand_command(shell: Any, registered: set[str], args: Any) -> Any:
     from kode_nb.agents import expand_trace
 
     if args.var not in shell.user_ns:
         raise UsageError(f"%expand_trace: no variable named {args.var!r} in the notebook")
     value = shell.user_ns[args.var]
-    if not args.path and _OPEN:
-        return _send(shell, _OPEN[-1], expand_trace(value, registered=registered))
+    if not args.path and _front_end():
+        return _insert(expand_trace(value, registered=registered))
     if args.path:
         target = Path(args.path)
     else:
@@ -98,14 +73,30 @@ def expand_command(shell: Any, registered: set[str], args: Any) -> Any:
     return expansion
 
 
-def _send(shell: Any, comm: Any, expansion: Any) -> Any:
-    cell_id = _current_cell_id(shell)
-    trace_id = expansion.cells[0]["metadata"]["kode_nb"]["trace_id"] if expansion.cells else ""
-    comm.send({"op": "insert_cells", "cells": expansion.cells, "below_cell_id": cell_id,
-               "trace_id": trace_id})  # fmt: skip
+def _insert(expansion: Any) -> Any:
+    """Ask the front end to insert the cells below this cell (a background task: its answer
+    arrives on the kernel's event loop); the output says when they are in, or why not."""
+    import asyncio
+
+    from kode_nb.magics.notebook_comm import insert_cells
+
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in expansion.notes)
-    display(HTML(
-        f"Inserted {len(expansion.cells)} cells below this cell (headings collapsed; run them "
-        "top to bottom to reproduce the run offline)" + (f"<ul>{notes}</ul>" if notes else "")
-    ))  # fmt: skip
+    tail = f"<ul>{notes}</ul>" if notes else ""
+    handle = display(HTML(f"Inserting {len(expansion.cells)} cells below this cell…{tail}"),
+                     display_id=True)  # fmt: skip
+
+    async def insert() -> None:
+        try:
+            await insert_cells(expansion.cells)
+            text = (f"Inserted {len(expansion.cells)} cells below this cell (headings collapsed; "
+                    "run them top to bottom to reproduce the run offline)")  # fmt: skip
+        except Exception as exc:
+            text = (f"The cells could not be inserted ({html.escape(str(exc))}); use "
+                    "<code>%expand_trace VAR --path FILE.ipynb</code> to write them to a file")  # fmt: skip
+        if handle is not None:
+            handle.update(HTML(text + tail))
+
+    task = asyncio.get_event_loop().create_task(insert())
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
     return expansion

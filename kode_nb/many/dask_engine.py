@@ -108,7 +108,12 @@ class DaskEngine:
         attempts = 0
         while True:
             attempts += 1
-            result = await self._attempt(index, row)
+            try:
+                result = await self._attempt(index, row)
+            except Exception as exc:  # the scheduler may raise it from any step of the wait
+                if type(exc).__name__ != "KilledWorker":
+                    raise
+                result = self._lost(index, exc)
             if result.status != "worker_lost" or attempts > self.retries:
                 result.attempts = attempts
                 return result
@@ -143,12 +148,15 @@ class DaskEngine:
         except Exception as err:  # cancelled on the cluster
             exc = err
         if type(exc).__name__ == "KilledWorker":
-            return RowResult(
-                index=index, status="worker_lost", worker="dask",
-                error=f"the Dask worker running this row died, {self.retries + 1} time(s) "
-                      f"after Dask's own retries: {exc}",
-            )  # fmt: skip
+            return self._lost(index, exc)
         return RowResult(index=index, status="error", error=f"{type(exc).__name__}: {exc}")
+
+    def _lost(self, index: int, exc: BaseException | None) -> RowResult:
+        return RowResult(
+            index=index, status="worker_lost", worker="dask",
+            error=f"the Dask worker running this row died, {self.retries + 1} time(s) "
+                  f"after Dask's own retries: {exc}",
+        )  # fmt: skip
 
     async def close(self) -> None:
         self._closing = True

@@ -115,7 +115,8 @@ class CallView(W.VBox):  # type: ignore[misc]
         self.result = result
         self.state = result.status
         self.header.value = self._header_html()
-        self.children = (*self.children, W.HTML(result_body_html(result)))
+        body = result_body_html(result, markdown=self.kind == "think")  # a subagent's answer
+        self.children = (*self.children, W.HTML(body))
         if self.display_handle is not None:
             self.display_handle.update(self.record())
 

@@ -151,8 +151,15 @@ def result_html(result: ToolResult) -> str:
     return f'<div style="{BOX}">{head}{blocks}</div>'
 
 
-def result_body_html(result: ToolResult) -> str:
-    """A result's content without a header (a call view's header already says status and time)."""
+def result_body_html(result: ToolResult, *, markdown: bool = False) -> str:
+    """A result's content without a header (a call view's header already says status and time);
+    ``markdown``: its text is markdown (a subagent's answer), rendered like a run's answer."""
+    if markdown and not result.is_error:
+        from kode_nb.ui.record_html import markdown as render_markdown
+
+        texts = [getattr(b, "text", None) for b in result.content]
+        if texts and all(isinstance(t, str) for t in texts):
+            return render_markdown(redact_text(clip_head("".join(t or "" for t in texts))))
     blocks = "".join(_block_html(b) for b in result.content) or "<i>(no content)</i>"
     kind = f"<div><code>{esc(result.error_type)}</code></div>" if result.error_type else ""
     return f"<div>{kind}{blocks}</div>"
@@ -193,6 +200,7 @@ def call_args_html(arguments: Any) -> str:
     """The arguments: inline when short, folded in a ``<details>`` when long."""
     if not arguments:
         return '<small style="color:var(--jp-ui-font-color2,#666)">no arguments</small>'
+    arguments = redact(arguments)  # credential-named keys too, not only known values
     text = pretty_json(arguments)
     compact = json.dumps(arguments, ensure_ascii=False, default=str)
     if len(compact) <= 120:

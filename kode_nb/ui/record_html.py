@@ -92,6 +92,11 @@ def _tokens(usage: Mapping[str, Any] | None) -> str:
     return f"{'?' if tin is None else tin} in / {'?' if tout is None else tout} out tokens"
 
 
+def _run_tokens(usage: Mapping[str, Any] | None) -> str:
+    """A run's tokens; "tokens unknown" when its server sent no usage (never 0)."""
+    return _tokens(usage) or "tokens unknown"
+
+
 def _line(*parts: str) -> str:
     return " · ".join(p for p in parts if p)
 
@@ -154,7 +159,10 @@ def _call_body(data: Mapping[str, Any]) -> str:
     text = str(result.get("text") or "")
     if text:
         more = result.get("total_chars", len(text)) - len(text)
-        parts.append(_pre(text) + (f"<div>… {more:,} more characters</div>" if more > 0 else ""))
+        # a subagent's answer (a `think` tool) is markdown, rendered as the run's own answer is
+        answer = data.get("kind") == "think" and not result.get("is_error")
+        body = markdown(text) if answer else _pre(text)
+        parts.append(body + (f"<div>… {more:,} more characters</div>" if more > 0 else ""))
     if result.get("error_type"):
         parts.append(f"<div>error type <code>{_esc(result['error_type'])}</code></div>")
     return "".join(parts)
@@ -188,7 +196,7 @@ def run_head(data: Mapping[str, Any]) -> str:
         f"agent <b>{_esc(data['agent'])}</b>{model}",
         _esc(_status(str(data["status"]))),
         f"{turns} turn{'s' if turns != 1 else ''}",
-        _esc(_tokens(data.get("usage"))),
+        _esc(_run_tokens(data.get("usage"))),
         _esc(fmt_seconds(data.get("duration"))),
     )
 
@@ -221,7 +229,7 @@ def run_text(data: Mapping[str, Any]) -> str:
         for p in (
             f"agent {data['agent']}: {data['status'].replace('_', ' ')}",
             f"{turns} turn{'s' if turns != 1 else ''}",
-            _tokens(data.get("usage")),
+            _run_tokens(data.get("usage")),
         )
         if p
     )

@@ -33,6 +33,12 @@ EXPECTED = {
     "base64_encode": ("other", "data", "data", False),
     "base64_decode": ("other", "data", "data", False),
     "exec": ("execute", "code", "runtime", True),
+    "list_cells": ("read", "code", "notebook", False),
+    "read_cell": ("read", "code", "notebook", False),
+    "list_variables": ("read", "code", "notebook", False),
+    "read_variable": ("read", "code", "notebook", False),
+    "insert_cell": ("edit", "code", "notebook", True),
+    "run_cell": ("execute", "code", "notebook", True),
 }
 
 
@@ -75,7 +81,7 @@ def test_schemas_export_to_every_provider(registry: ToolRegistry) -> None:
         assert len(export) == len(EXPECTED)
     # Free-form dicts (headers, env) and "any JSON value" cannot be OpenAI-strict.
     loose = {"exec", "http_get", "http_post", "http_request", "json_stringify"}
-    assert len(registry.to_openai(strict=True, names=sorted(set(EXPECTED) - loose))) == 14
+    assert len(registry.to_openai(strict=True, names=sorted(set(EXPECTED) - loose))) == 20
     for name in loose:
         with pytest.raises(ConfigurationError, match="strict mode cannot express it"):
             registry.to_openai(strict=True, names=[name])
@@ -96,7 +102,7 @@ def test_groups_select_what_is_registered(registry: ToolRegistry) -> None:
     ]
     with pytest.raises(ConfigurationError, match="unknown built-in group 'shell'; the groups are"):
         register_builtins(registry, ("shell",))
-    assert GROUPS == ("system", "fs", "web", "data", "runtime")
+    assert GROUPS == ("system", "fs", "web", "data", "runtime", "notebook")
 
 
 def test_policies_and_profiles_select_builtins(registry: ToolRegistry) -> None:

@@ -1,0 +1,267 @@
+"""The kernel side of the ``kode_nb.notebook`` comm: the tools panel's feed and the notebook tools'
+link to the front end (protocol: ``docs/RECORDS.md``, "Comm protocol").
+
+The front end (the JupyterLab extension in ``labextension/``) opens the comm when a notebook's
+kernel is ready; ``%load_ext kode_nb`` registers the target (:func:`register`), unloading removes it
+(:func:`unregister`). On open the kernel sends a ``tools`` snapshot, then ``tools_changed`` when
+tools are added, replaced or removed or calls finish, coalesced to at most :data:`RATE` messages a
+second (the latest state wins), so 100,000 calls send a few messages, not 100,000. The last opened
+channel is the notebook tools' front end (:data:`kode_nb.builtins.notebook.LINK`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kode_nb.magics.kode_magics import KodeMagics
+
+__all__ = ["RATE", "TARGET", "NotebookChannel", "insert_cells", "register", "unregister"]
+
+log = logging.getLogger(__name__)
+
+TARGET = "kode_nb.notebook"
+RATE = 4.0
+"""The most ``tools_changed`` messages sent a second."""
+
+_TERMINAL = ("CallCompleted", "CallFailed", "CallTimedOut", "CallCancelled")
+_ids = itertools.count(1)
+_CHANNELS: list[NotebookChannel] = []
+"""The open channels (one kernel per process), the last opened last."""
+
+
+def _comm_manager(shell: Any) -> Any:
+    """The kernel's comm manager (ipykernel 6 and 7), or None outside a kernel."""
+    return getattr(getattr(shell, "kernel", None), "comm_manager", None)
+
+
+def register(magics: KodeMagics) -> bool:
+    """Register the comm target for ``magics``' kernel; False where the kernel has no comms."""
+    manager = _comm_manager(magics.shell)
+    if manager is None:
+        return False
+    channels = _CHANNELS
+
+    def opened(comm: Any, msg: Any) -> None:
+        try:
+            channels.append(NotebookChannel(comm, magics, channels))
+        except Exception:  # never let a panel break the kernel
+            log.exception("kode_nb.notebook comm failed to open")
+
+    manager.register_target(TARGET, opened)
+    return True
+
+
+def unregister(magics: KodeMagics) -> None:
+    """Remove the comm target and close the open channels."""
+    manager = _comm_manager(magics.shell)
+    if manager is not None and TARGET in getattr(manager, "targets", {}):
+        manager.unregister_target(TARGET, manager.targets[TARGET])
+    for channel in list(_CHANNELS):
+        channel.close()
+
+
+async def insert_cells(
+    cells: list[dict[str, Any]], *, below_cell_id: str | None = None, timeout: float = 30.0
+) -> dict[str, Any]:
+    """Insert nbformat ``cells`` into the notebook through its front end: below ``below_cell_id``,
+    else below the cell whose execution sent the request. Returns ``{"index", "ids"}``; raises
+    :class:`~kode_nb.ConfigurationError` without a front end, ``RuntimeError`` when it refuses
+    (e.g. an unknown cell id), ``TimeoutError`` when it does not answer."""
+    from kode_nb.builtins.notebook import LINK, NO_FRONT_END
+    from kode_nb.errors import ConfigurationError
+
+    front = LINK.front_end
+    if front is None:
+        raise ConfigurationError(NO_FRONT_END)
+    payload: dict[str, Any] = {"cells": cells}
+    if below_cell_id is not None:
+        payload["below_cell_id"] = below_cell_id
+    result: dict[str, Any] = await front.request("insert_cells", payload, timeout)
+    return result
+
+
+def _tool_row(tool: Any, stats: Any) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "kind": tool.kind.value,
+        "category": tool.category.value,
+        "groups": list(tool.groups),
+        "description": (tool.description or "").split("\n", 1)[0][:200],
+        "required": list(tool.parameters.get("required") or []),
+        "calls": stats.calls if stats else 0,
+        "failures": stats.failures if stats else 0,
+        "p95": stats.p95 if stats else 0.0,
+    }
+
+
+def _disconnected(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(RuntimeError("the notebook front end disconnected"))
+
+
+class NotebookChannel:
+    """One open ``kode_nb.notebook`` comm: pushes tool state, answers cards, relays requests."""
+
+    def __init__(self, comm: Any, magics: KodeMagics, channels: list[NotebookChannel]) -> None:
+        from kode_nb.builtins.notebook import LINK
+
+        self.comm = comm
+        self.session = magics.session
+        self.channels = channels
+        try:
+            self.loop = asyncio.get_running_loop()
+        except RuntimeError:  # opened outside the loop (a subshell thread): the kernel's loop
+            self.loop = asyncio.get_event_loop_policy().get_event_loop()
+        self.sent = 0
+        """``tools``/``tools_changed`` messages sent (for tests and benchmarks)."""
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self._last = 0.0
+        self._closed = False
+        comm.on_msg(self._on_msg)
+        comm.on_close(lambda msg: self.close(from_front=True))
+        self._unsubscribe = self.session.registry.on_change(lambda action, name: self.changed())
+        self._subscription = self.session.bus.subscribe(self._on_event)
+        LINK.front_end = self
+        LINK.namespace = self.session.shell.user_ns
+        self._send({"op": "tools", **self.state()})
+
+    # ---------------------------------------------------------------- state
+
+    def state(self) -> dict[str, Any]:
+        """The panel's data: tools with their stats, MCP servers, the policy."""
+        registry = self.session.registry
+        stats = registry.stats()
+        tools = [_tool_row(tool, stats.tools.get(tool.name)) for tool in registry.list()]
+        mcp = self.session._mcp
+        servers = [{"name": n, "state": s} for n, s in (mcp.states.items() if mcp else ())]
+        policy = self.session.policy
+        return {
+            "tools": tools,
+            "mcp": servers,
+            "policy": {
+                "profile": policy.profile,
+                "approval_mode": policy.approval_mode,
+                "allow": policy.allow,
+                "deny": list(policy.deny),
+            },
+        }
+
+    def _on_event(self, event: Any) -> None:
+        if type(event).__name__ in _TERMINAL:
+            self.changed()
+
+    def changed(self) -> None:
+        """Note a change: one ``tools_changed`` goes out within 1/RATE s (from any thread)."""
+        with self._lock:
+            if self._scheduled or self._closed:
+                return
+            self._scheduled = True
+        with contextlib.suppress(RuntimeError):  # a closed loop: the kernel is going away
+            self.loop.call_soon_threadsafe(self._schedule)
+
+    def _schedule(self) -> None:
+        delay = max(0.0, self._last + 1.0 / RATE - time.monotonic())
+        self.loop.call_later(delay, self._flush)
+
+    def _flush(self) -> None:
+        with self._lock:
+            self._scheduled = False
+        if self._closed:
+            return
+        self._last = time.monotonic()
+        try:
+            self._send({"op": "tools_changed", **self.state()})
+        except Exception:
+            log.exception("kode_nb.notebook: could not send tools_changed")
+
+    def _send(self, data: dict[str, Any]) -> None:
+        if data.get("op") in ("tools", "tools_changed"):
+            self.sent += 1
+        self.comm.send(data)
+
+    # ---------------------------------------------------------------- front end -> kernel
+
+    def _on_msg(self, msg: Any) -> None:
+        data = msg.get("content", {}).get("data") or {}
+        op = data.get("op")
+        try:
+            if op == "card":
+                self._card(str(data.get("name", "")))
+            elif op == "reply":
+                self._reply(data)
+            elif op == "refresh":
+                self._send({"op": "tools", **self.state()})
+            else:
+                self.comm.send({"op": "error", "error": f"unknown op {op!r}"})
+        except Exception as exc:
+            log.exception("kode_nb.notebook: %s failed", op)
+            self.comm.send({"op": "error", "error": f"{op} failed: {exc}"})
+
+    def _card(self, name: str) -> None:
+        from kode_nb.ui.records import card_record
+
+        tool = self.session.registry.get(name)
+        if tool is None:
+            self.comm.send({"op": "card", "name": name, "error": f"no tool {name!r}"})
+            return
+        self.comm.send({"op": "card", "name": name, "card": card_record(tool).data})
+
+    def _reply(self, data: dict[str, Any]) -> None:
+        future = self._pending.pop(str(data.get("request_id")), None)
+        if future is None:
+            return  # late (timed out) or unknown: nothing waits for it
+        ok = bool(data.get("ok"))
+        value = data.get("result") if ok else str(data.get("error") or "failed")
+
+        def settle() -> None:
+            if future.done():
+                return
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(RuntimeError(value))
+
+        future.get_loop().call_soon_threadsafe(settle)
+
+    # ---------------------------------------------------------------- kernel -> front end
+
+    async def request(self, op: str, payload: dict[str, Any], timeout: float) -> Any:
+        """Send ``op`` and wait for the front end's reply (``TimeoutError`` after ``timeout``)."""
+        if self._closed:
+            raise RuntimeError("the notebook front end disconnected")
+        request_id = f"r{next(_ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            self.comm.send({"op": op, "request_id": request_id, **payload})
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self._pending.pop(request_id, None)
+
+    def close(self, *, from_front: bool = False) -> None:
+        from kode_nb.builtins.notebook import LINK
+
+        if self._closed:
+            return
+        self._closed = True
+        self._unsubscribe()
+        self._subscription.close()
+        for future in self._pending.values():
+            future.get_loop().call_soon_threadsafe(_disconnected, future)
+        self._pending.clear()
+        if self in self.channels:
+            self.channels.remove(self)
+        if LINK.front_end is self:
+            LINK.front_end = self.channels[-1] if self.channels else None
+        if not from_front:
+            with contextlib.suppress(Exception):
+                self.comm.close()

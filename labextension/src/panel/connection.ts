@@ -1,0 +1,300 @@
+/**
+ * One notebook's side of the kode_nb.notebook comm: opens it when the kernel is ready (again after
+ * a restart, or after a cell mentioning kode_nb ran while it was closed), keeps the latest tool
+ * state, and answers the kernel's requests on the notebook (list/read/insert/run cells, insert
+ * cells). Protocol: docs/RECORDS.md, "Comm protocol".
+ */
+
+import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { bounded, outputsText, PanelState, parseState, TARGET } from './protocol';
+
+export type Status = 'connecting' | 'connected' | 'absent' | 'no-kernel';
+
+type Obj = Record<string, unknown>;
+
+const MAX_TRACKED = 200;
+
+export class NotebookConnection {
+  constructor(readonly panel: NotebookPanel) {
+    panel.sessionContext.kernelChanged.connect(this.onKernel, this);
+    panel.sessionContext.statusChanged.connect(this.onStatus, this);
+    void panel.sessionContext.ready.then(() => this.onKernel());
+  }
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** A card reply: `{name, card}` or `{name, error}`. */
+  get card(): ISignal<this, Obj> {
+    return this._card;
+  }
+
+  status: Status = 'connecting';
+  state: PanelState | null = null;
+
+  requestCard(name: string): void {
+    this.comm?.send({ op: 'card', name });
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.closeComm();
+    Signal.clearData(this);
+  }
+
+  // ------------------------------------------------------------------ connecting
+
+  private onKernel(): void {
+    const kernel = this.panel.sessionContext.session?.kernel ?? null;
+    if (kernel && kernel === this.kernel && this.comm) {
+      return; // already open (or opening) on this kernel
+    }
+    this.closeComm();
+    if (this.kernel !== kernel) {
+      this.kernel?.anyMessage.disconnect(this.onAnyMessage, this);
+      this.kernel = kernel;
+      kernel?.anyMessage.connect(this.onAnyMessage, this);
+    }
+    this.open();
+  }
+
+  private onStatus(_: unknown, status: Kernel.Status): void {
+    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+      this.closeComm();
+      this.setStatus('absent');
+    } else if (status === 'idle' && this.retry && !this.comm) {
+      this.retry = false;
+      this.open();
+    }
+  }
+
+  /** Cells sent to the kernel: their ids (for insert_cells), and a retry after `%load_ext`. */
+  private onAnyMessage(_: unknown, args: Kernel.IAnyMessageArgs): void {
+    const msg = args.msg;
+    if (args.direction === 'send' && msg.header.msg_type === 'execute_request') {
+      const cellId = (msg.metadata as Obj)['cellId'];
+      if (typeof cellId === 'string') {
+        this.cellOf.set(msg.header.msg_id, cellId);
+        if (this.cellOf.size > MAX_TRACKED) {
+          this.cellOf.delete(this.cellOf.keys().next().value as string);
+        }
+      }
+      const code = String((msg.content as Obj)['code'] ?? '');
+      if (!this.comm && code.includes('kode_nb')) {
+        this.retry = true;
+      }
+    }
+  }
+
+  private open(): void {
+    const kernel = this.kernel;
+    if (this.disposed || !kernel || kernel.isDisposed) {
+      this.setStatus('no-kernel');
+      return;
+    }
+    this.setStatus('connecting');
+    let comm: Kernel.IComm;
+    try {
+      comm = kernel.createComm(TARGET);
+    } catch (error) {
+      console.warn('kode_nb: could not open the notebook comm', error);
+      this.setStatus('absent');
+      return;
+    }
+    this.comm = comm;
+    comm.onMsg = msg => this.onMsg(msg);
+    comm.onClose = () => {
+      if (this.comm === comm) {
+        this.comm = null;
+        this.state = null;
+        this.setStatus('absent');
+      }
+    };
+    comm.open({});
+  }
+
+  private closeComm(): void {
+    const comm = this.comm;
+    this.comm = null;
+    if (comm && !comm.isDisposed) {
+      try {
+        comm.close();
+      } catch {
+        // the kernel is gone already
+      }
+    }
+  }
+
+  private setStatus(status: Status): void {
+    this.status = status;
+    this._changed.emit();
+  }
+
+  // ------------------------------------------------------------------ messages
+
+  private onMsg(msg: KernelMessage.ICommMsgMsg): void {
+    const data = msg.content.data as Obj;
+    const op = data['op'];
+    if (op === 'tools' || op === 'tools_changed') {
+      this.state = parseState(data);
+      this.status = 'connected';
+      this._changed.emit();
+    } else if (op === 'card') {
+      this._card.emit(data);
+    } else if (typeof data['request_id'] === 'string') {
+      const parent = (msg.parent_header as Obj)['msg_id'];
+      void this.answer(data, typeof parent === 'string' ? parent : '');
+    }
+  }
+
+  private async answer(data: Obj, parentId: string): Promise<void> {
+    const requestId = String(data['request_id']);
+    try {
+      const result = await this.handle(data, parentId);
+      this.comm?.send({ op: 'reply', request_id: requestId, ok: true, result } as never);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.comm?.send({ op: 'reply', request_id: requestId, ok: false, error: message });
+    }
+  }
+
+  private handle(data: Obj, parentId: string): Promise<unknown> | unknown {
+    switch (data['op']) {
+      case 'list_cells':
+        return this.listCells(Number(data['start'] ?? 0), Number(data['limit'] ?? 50));
+      case 'read_cell':
+        return this.readCell(data, Number(data['max_chars'] ?? 4000));
+      case 'insert_cell':
+        return this.insert(
+          [
+            { cell_type: String(data['cell_type'] ?? 'code'), source: String(data['source'] ?? '') }
+          ],
+          typeof data['after'] === 'number' ? data['after'] + 1 : this.belowActive()
+        );
+      case 'run_cell':
+        return this.runCell(data);
+      case 'insert_cells':
+        return this.insertCells(data, parentId);
+      default:
+        throw new Error(`unknown request ${String(data['op'])}`);
+    }
+  }
+
+  private get cells() {
+    const model = this.panel.content.model;
+    if (!model) {
+      throw new Error('the notebook has no model');
+    }
+    return model.sharedModel;
+  }
+
+  private listCells(start: number, limit: number): Obj {
+    const cells = this.cells.cells;
+    const rows = cells.slice(start, start + limit).map((cell, i) => {
+      const json = cell.toJSON() as Obj;
+      return {
+        index: start + i,
+        id: cell.id,
+        cell_type: cell.cell_type,
+        first_line: bounded(cell.getSource().split('\n')[0] ?? '', 120).text,
+        execution_count: json['execution_count'] ?? null
+      };
+    });
+    return { cells: rows, total: cells.length, truncated: start + rows.length < cells.length };
+  }
+
+  private findIndex(data: Obj): number {
+    const cells = this.cells.cells;
+    if (typeof data['index'] === 'number') {
+      const index = data['index'];
+      if (index < 0 || index >= cells.length) {
+        throw new Error(`no cell at index ${index}: the notebook has ${cells.length} cells`);
+      }
+      return index;
+    }
+    const id = String(data['id'] ?? '');
+    const index = cells.findIndex(c => c.id === id);
+    if (index < 0) {
+      throw new Error(`no cell with id ${JSON.stringify(id)}`);
+    }
+    return index;
+  }
+
+  private readCell(data: Obj, maxChars: number): Obj {
+    const index = this.findIndex(data);
+    const cell = this.cells.cells[index];
+    const json = cell.toJSON() as Obj;
+    const source = bounded(cell.getSource(), maxChars);
+    const outputs = bounded(outputsText(json['outputs']), maxChars);
+    return {
+      index,
+      id: cell.id,
+      cell_type: cell.cell_type,
+      execution_count: json['execution_count'] ?? null,
+      source: source.text,
+      source_truncated: source.truncated,
+      outputs: outputs.text,
+      outputs_truncated: outputs.truncated
+    };
+  }
+
+  private belowActive(): number {
+    const active = this.panel.content.activeCellIndex;
+    return active < 0 ? this.cells.cells.length : active + 1;
+  }
+
+  private insert(cells: Obj[], at: number): Obj {
+    const shared = this.cells;
+    const position = Math.max(0, Math.min(at, shared.cells.length));
+    shared.insertCells(
+      position,
+      cells.map(c => ({
+        cell_type: (c['cell_type'] === 'markdown' ? 'markdown' : 'code') as 'code',
+        source: Array.isArray(c['source']) ? c['source'].join('') : String(c['source'] ?? ''),
+        metadata: (typeof c['metadata'] === 'object' && c['metadata'] ? c['metadata'] : {}) as never
+      }))
+    );
+    const ids = shared.cells.slice(position, position + cells.length).map(c => c.id);
+    return { index: position, ids, id: ids[0] };
+  }
+
+  private insertCells(data: Obj, parentId: string): Obj {
+    const cells = Array.isArray(data['cells']) ? (data['cells'] as Obj[]) : [];
+    if (!cells.length) {
+      throw new Error('insert_cells needs at least one cell');
+    }
+    const below = typeof data['below_cell_id'] === 'string' ? data['below_cell_id'] : undefined;
+    const anchor = below ?? this.cellOf.get(parentId);
+    const index = anchor ? this.cells.cells.findIndex(c => c.id === anchor) : -1;
+    if (below && index < 0) {
+      throw new Error(`no cell with id ${JSON.stringify(below)}`);
+    }
+    return this.insert(cells, index >= 0 ? index + 1 : this.belowActive());
+  }
+
+  private async runCell(data: Obj): Promise<Obj> {
+    const index = this.findIndex(data);
+    const notebook = this.panel.content;
+    const cell = notebook.widgets[index];
+    if (cell.model.type !== 'code') {
+      throw new Error(`cell ${index} is a ${cell.model.type} cell, not code`);
+    }
+    notebook.activeCellIndex = index;
+    notebook.deselectAll();
+    const ok = await NotebookActions.run(notebook, this.panel.sessionContext);
+    const json = cell.model.toJSON() as Obj;
+    return { index, id: cell.model.id, ok, execution_count: json['execution_count'] ?? null };
+  }
+
+  private comm: Kernel.IComm | null = null;
+  private kernel: Kernel.IKernelConnection | null = null;
+  private retry = false;
+  private disposed = false;
+  private cellOf = new Map<string, string>();
+  private _changed = new Signal<this, void>(this);
+  private _card = new Signal<this, Obj>(this);
+}

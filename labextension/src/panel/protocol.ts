@@ -1,0 +1,130 @@
+/**
+ * The kode_nb.notebook comm's messages (docs/RECORDS.md, "Comm protocol"), parsed defensively:
+ * the panel shows what it understands and ignores unknown keys. No DOM here (unit-tested in node).
+ */
+
+export const TARGET = 'kode_nb.notebook';
+
+export interface ToolRow {
+  name: string;
+  kind: string;
+  category: string;
+  groups: string[];
+  description: string;
+  required: string[];
+  calls: number;
+  failures: number;
+  p95: number;
+}
+
+export interface McpRow {
+  name: string;
+  state: string;
+}
+
+export interface PanelState {
+  tools: ToolRow[];
+  mcp: McpRow[];
+  policy: { profile: string | null; approval_mode: string; allow: string[] | null; deny: string[] };
+}
+
+type Obj = Record<string, unknown>;
+
+function isObject(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function str(v: unknown, fallback = ''): string {
+  return typeof v === 'string' ? v : fallback;
+}
+
+function num(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+}
+
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+/** The state of a `tools` or `tools_changed` message. */
+export function parseState(data: unknown): PanelState {
+  const d = isObject(data) ? data : {};
+  const tools = (Array.isArray(d['tools']) ? d['tools'] : []).filter(isObject).map(t => ({
+    name: str(t['name'], '?'),
+    kind: str(t['kind'], 'other'),
+    category: str(t['category']),
+    groups: strings(t['groups']),
+    description: str(t['description']),
+    required: strings(t['required']),
+    calls: num(t['calls']),
+    failures: num(t['failures']),
+    p95: num(t['p95'])
+  }));
+  const mcp = (Array.isArray(d['mcp']) ? d['mcp'] : [])
+    .filter(isObject)
+    .map(m => ({ name: str(m['name'], '?'), state: str(m['state']) }));
+  const p = isObject(d['policy']) ? d['policy'] : {};
+  return {
+    tools,
+    mcp,
+    policy: {
+      profile: typeof p['profile'] === 'string' ? p['profile'] : null,
+      approval_mode: str(p['approval_mode'], 'ask'),
+      allow: Array.isArray(p['allow']) ? strings(p['allow']) : null,
+      deny: strings(p['deny'])
+    }
+  };
+}
+
+/** Tools whose name, kind, category, group or description contains every word of `query`. */
+export function filterTools(tools: ToolRow[], query: string): ToolRow[] {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  if (!words.length) {
+    return tools;
+  }
+  return tools.filter(t => {
+    const text = [t.name, t.kind, t.category, t.description, ...t.groups].join(' ').toLowerCase();
+    return words.every(w => text.includes(w));
+  });
+}
+
+/** The `%tool` line of a call cell: required arguments as `name=...` placeholders. */
+export function callLine(tool: Pick<ToolRow, 'name' | 'required'>): string {
+  return ['%tool', tool.name, ...tool.required.map(a => `${a}=...`)].join(' ');
+}
+
+/** `0.0123` s -> `12 ms`; `1.5` -> `1.50 s`. */
+export function formatP95(seconds: number): string {
+  if (!seconds) {
+    return '–';
+  }
+  return seconds < 1 ? `${Math.round(seconds * 1000)} ms` : `${seconds.toFixed(2)} s`;
+}
+
+/** Cut `text` to `max` characters (with a marker), and say whether it was cut. */
+export function bounded(text: string, max: number): { text: string; truncated: boolean } {
+  return text.length <= max
+    ? { text, truncated: false }
+    : { text: `${text.slice(0, max)}…`, truncated: true };
+}
+
+/** The text of a cell's nbformat outputs: streams, text/plain results, errors. */
+export function outputsText(outputs: unknown): string {
+  const parts: string[] = [];
+  for (const out of Array.isArray(outputs) ? outputs.filter(isObject) : []) {
+    const type = out['output_type'];
+    if (type === 'stream') {
+      parts.push(joined(out['text']));
+    } else if (type === 'error') {
+      parts.push(`${str(out['ename'])}: ${str(out['evalue'])}`);
+    } else if (isObject(out['data'])) {
+      const data = out['data'];
+      parts.push(joined(data['text/plain'] ?? (data['text/html'] ? '<html output>' : '<output>')));
+    }
+  }
+  return parts.join('\n');
+}
+
+function joined(v: unknown): string {
+  return Array.isArray(v) ? v.map(String).join('') : String(v ?? '');
+}
