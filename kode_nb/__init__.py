@@ -58,10 +58,12 @@ _EXPORTS: dict[str, str] = {
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
     "expand_trace": "kode_nb.agents",
+    "prices": "kode_nb.agents",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
     "replay": "kode_nb.agents",
     "run_many": "kode_nb.many.core",
+    "set_price": "kode_nb.agents",
     "settle": "kode_nb.magics",
     "tool": "kode_nb.tools",
     "use_registry": "kode_nb.tools",
@@ -114,10 +116,12 @@ __all__ = [
     "define_tool",
     "deny",
     "expand_trace",
+    "prices",
     "register_secret",
     "register_subagent",
     "replay",
     "run_many",
+    "set_price",
     "settle",
     "tool",
     "use_registry",
@@ -132,7 +136,13 @@ if TYPE_CHECKING:
         expand_trace as expand_trace,
     )
     from kode_nb.agents import (
+        prices as prices,
+    )
+    from kode_nb.agents import (
         replay as replay,
+    )
+    from kode_nb.agents import (
+        set_price as set_price,
     )
     from kode_nb.agents.loop import (
         Agent as Agent,

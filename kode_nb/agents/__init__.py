@@ -7,6 +7,8 @@
 * Events for live views (:mod:`.events`): pass ``on_event=`` to an agent or a run.
 * :class:`Trace` — the recorded tree, as ``kode_nb.trace/v2`` JSON or OpenTelemetry spans
   (:mod:`.trace`); secrets are removed first (:func:`redact`).
+* Cost: :data:`prices` (editable), :func:`set_price`, :func:`price_for`, and the request size
+  estimate :func:`estimate_tokens` (:mod:`._cost`).
 * :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
   tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
 * :func:`expand_trace` — a recorded run as notebook cells that reproduce it (:mod:`._expand`).
@@ -17,6 +19,7 @@ Nothing here imports Jupyter.
 from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
+from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
 from kode_nb.agents._expand import Expansion, expand_trace
 from kode_nb.agents._replay import Replay, replay
 from kode_nb.agents.context import CompressContext, compress_context
@@ -54,6 +57,7 @@ __all__ = [
     "ModelResponded",
     "ModelSpec",
     "NarrowedPolicy",
+    "Price",
     "RunFinished",
     "Replay",
     "RunStarted",
@@ -69,10 +73,14 @@ __all__ = [
     "TurnStarted",
     "compress_context",
     "expand_trace",
+    "estimate_tokens",
+    "price_for",
+    "prices",
     "redact",
     "redact_text",
     "register_subagent",
     "replay",
     "resolve_tools",
+    "set_price",
     "subagent_tool",
 ]

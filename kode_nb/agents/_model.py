@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+from kode_nb.agents._cost import cost_of, estimate_tokens, price_for
 from kode_nb.agents._run import RunState, message_dict
 from kode_nb.agents.events import ModelResponded, TextDelta
 from kode_nb.agents.trace import Span
 from kode_nb.errors import KodeUsageError
-from kode_nb.models.base import Model, ModelRequest, ModelResponse, ModelSettings, collect
+from kode_nb.models.base import (
+    Model,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    RequestSent,
+    collect,
+)
 from kode_nb.models.errors import ModelError
 
 __all__ = ["model_turn", "time_up"]
@@ -54,9 +64,17 @@ async def model_turn(
         if st.on_text is not None:
             st.on_text(text)
 
+    span.set(**_neutral(st.model.name, request))  # an adapter's wire body replaces it
+
+    def on_sent(sent: RequestSent) -> None:
+        wire = sent.as_dict()
+        span.set(request=wire, request_tokens_estimate=estimate_tokens(wire["body"]))
+
     t0 = time.perf_counter()
     try:
-        response = await _with_deadline(_stream(st.model, request, on_text), st.remaining())
+        response = await _with_deadline(
+            _stream(st.model, request, on_text, on_sent), st.remaining()
+        )
     except asyncio.TimeoutError:
         if st.deadline is None or st.loop.time() < st.deadline - 0.001:
             _failed(st, span, "TimeoutError", "the model call timed out")
@@ -81,6 +99,7 @@ async def model_turn(
                "output_tokens": response.usage.output_tokens},
         stop_reason=response.stop_reason, latency=latency,
     )  # fmt: skip
+    span.set(cost=cost_of(_priced_name(st.model, response), span.attributes["usage"]))
     if response.notices:
         span.set(notices=list(response.notices))
         for notice in response.notices:
@@ -91,11 +110,44 @@ async def model_turn(
     return response
 
 
-async def _stream(model: Model, request: ModelRequest, on_text: Any) -> ModelResponse:
+def _neutral(name: str, request: ModelRequest) -> dict[str, Any]:
+    """The provider-neutral request (what an offline model receives) as span attributes."""
+    body = {
+        "system": request.system,
+        "messages": [message_dict(m) for m in request.messages],
+        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                  for t in request.tools],
+        "settings": request.settings.describe(),
+    }  # fmt: skip
+    wire = {"provider": "neutral", "path": None, "model": name, "body": body}
+    return {"request": wire, "request_tokens_estimate": estimate_tokens(body)}
+
+
+def _priced_name(model: Model, response: ModelResponse) -> str:
+    """The name to look a price up by: the full name, or the wire model id when it has none."""
+    if response.request is not None and price_for(model.name) is None:
+        return response.request.model
+    return model.name
+
+
+async def _watch(
+    stream: AsyncIterator[ModelEvent], on_sent: Callable[[RequestSent], None]
+) -> AsyncGenerator[ModelEvent, None]:
+    async for event in stream:
+        if isinstance(event, RequestSent):
+            on_sent(event)
+        yield event
+
+
+async def _stream(
+    model: Model, request: ModelRequest, on_text: Any, on_sent: Callable[[RequestSent], None]
+) -> ModelResponse:
     stream = model.stream(request)
+    watched = _watch(stream, on_sent)
     try:
-        return await collect(stream, on_text=on_text)
+        return await collect(watched, on_text=on_text)
     finally:
+        await watched.aclose()
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()

@@ -16,6 +16,7 @@ import difflib
 import time
 from collections.abc import Sequence
 
+from kode_nb.agents._cost import rollup
 from kode_nb.agents._run import RunState, parse_arguments, result_dict
 from kode_nb.agents.events import ToolCallFinished, ToolCallsRequested
 from kode_nb.agents.trace import Span
@@ -26,7 +27,18 @@ from kode_nb.models._content import content_text
 from kode_nb.models.base import ToolCallRequest, ToolResultMessage
 from kode_nb.types import ContentBlock, ImageBlock, TextBlock, ToolResult, normalize_name
 
-__all__ = ["for_model", "run_tool_calls", "unique_call_ids"]
+__all__ = ["for_model", "run_tool_calls", "subtree", "unique_call_ids"]
+
+
+def subtree(span: Span) -> None:
+    """On a tool call that ran agents (a subagent): ``subtree_usage``, ``subtree_cost`` and
+    ``subtree_requests``, the totals of every model call below it."""
+    if not any(c.kind == "run" for c in span.children):
+        return
+    calls = [s.attributes for c in span.children for s in c.walk() if s.kind == "model_call"]
+    totals = rollup(calls)
+    span.set(subtree_usage=totals["usage"], subtree_cost=totals["cost"],
+             subtree_requests=totals["requests"])  # fmt: skip
 
 
 def unique_call_ids(
@@ -128,15 +140,18 @@ async def run_tool_calls(
             r if r is not None else _cancelled(c, why) for r, c in zip(results, calls, strict=True)
         ]
         for call, span, result in zip(calls, spans, final, strict=True):
+            sent = for_model(result, st.agent.max_result_chars)
             st.messages.append(
                 ToolResultMessage(
-                    call_id=call.id,
-                    name=call.name,
-                    content=for_model(result, st.agent.max_result_chars),
-                    is_error=result.is_error,
+                    call_id=call.id, name=call.name, content=sent, is_error=result.is_error
                 )
             )
             span.set(result=result_dict(result))
+            if sent is not result.content:  # cut: record exactly what the model got back
+                full = content_text([b for b in result.content if not isinstance(b, ImageBlock)])
+                span.set(model_text=content_text([b for b in sent if isinstance(b, TextBlock)]),
+                         cut_chars=len(full) - (st.agent.max_result_chars or 0))  # fmt: skip
+            subtree(span)
             span.finish(result.status, result.text if result.is_error else None)
             st.emit(ToolCallFinished, turn=turn_no, call=call, result=result)
     return final

@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from kode_nb.agents import output as out
 from kode_nb.agents._answers import answer_warning, reask_prompt
+from kode_nb.agents._cost import rollup
 from kode_nb.agents._model import model_turn, time_up
 from kode_nb.agents._run import CURRENT_RUN, RunState
 from kode_nb.agents._tools import run_tool_calls, unique_call_ids
@@ -376,14 +377,16 @@ class Agent:
         for node in span.walk():  # spans left open by an interruption
             if node.open and node is not span:
                 node.finish("cancelled" if st.status == "cancelled" else "error", st.error)
+        totals = rollup(node.attributes for node in span.walk() if node.kind == "model_call")
         span.set(output=out.dump_output(st.output), turns=st.turns, usage=st.usage.as_dict(),
-                 warnings=list(st.warnings))  # fmt: skip
+                 warnings=list(st.warnings), total_usage=totals["usage"],
+                 total_requests=totals["requests"], cost=totals["cost"])  # fmt: skip
         span.finish(st.status, st.error)
         result = AgentRunResult(
             output=st.output, status=st.status, error=st.error, messages=tuple(st.messages),
             usage=st.usage, turns=st.turns, run_id=st.run_id, agent=self.name, trace=st.trace,
             duration=time.perf_counter() - st.t0, history_length=st.history_length,
-            warnings=tuple(st.warnings),
+            warnings=tuple(st.warnings), cost=totals["cost"],
         )  # fmt: skip
         self.last_result = result
         st.emit(RunFinished, status=st.status, result=result)

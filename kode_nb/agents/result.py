@@ -84,6 +84,10 @@ class AgentRunResult:
     warnings: tuple[str, ...] = ()
     """Doubts about the answer (empty, or a tool call written as text); also the run span's
     ``warnings`` attribute."""
+    cost: float | None = None
+    """US dollars of this run's model calls and every nested subagent's (the run span's
+    ``cost``); ``None`` when a model's price or a token count is unknown (see
+    :func:`kode_nb.agents.set_price`)."""
 
     @property
     def ok(self) -> bool:

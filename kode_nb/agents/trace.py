@@ -35,19 +35,28 @@ JSON schema ``kode_nb.trace/v2`` (:meth:`Trace.to_dict`)::
 
 Attributes. *run*: ``agent``, ``model``, ``run_id``, ``parent_call_id``, ``depth``,
 ``system_prompt``, ``prompt``, ``tools`` (names), ``max_turns``, ``time_limit``, and at the end
-``output``, ``turns``, ``usage`` (``input_tokens``, ``output_tokens``, ``requests``,
-``tool_calls``). New in v2 (what :func:`kode_nb.replay` needs to rebuild the agent):
-``settings`` (the model settings), ``tool_specs`` (``[{name, description, parameters}]``, the
-tools offered), ``output_model`` (its class name, or null), ``output_retries``,
-``max_result_chars``, ``reask`` and ``history_length`` (messages before the prompt).
-:meth:`Trace.from_dict` also reads ``kode_nb.trace/v1``, which lacks these (a replay then
-uses defaults and says so). *turn*: ``turn``. *model_call*: ``model``, ``turn``, ``messages`` (the
-messages added since the previous model call; the first call has the whole history),
-``message_count`` (the whole history's length), ``tools`` (names offered), ``response``
-(``text``, ``tool_calls``: ``[{id, name, arguments}]``), ``usage``, ``stop_reason``,
-``latency``. *tool_call*: ``tool``, ``call_id``, ``arguments`` (the parsed JSON, or the raw
-text when it is not JSON), ``result`` (``status``, ``is_error``, ``text`` — what the model saw
-—, ``error_type``, ``duration``, ``details``). Tool-call events are the executor's events for
+``output``, ``turns``, ``usage`` (this run's own calls: ``input_tokens``, ``output_tokens``,
+``requests``, ``tool_calls``), ``total_usage`` and ``total_requests`` (with every nested
+subagent's calls), ``cost`` (US dollars of all of them; null when one is unknown). New in v2
+(what :func:`kode_nb.replay` needs to rebuild the agent): ``settings`` (the model settings),
+``tool_specs`` (``[{name, description, parameters}]``, the tools offered), ``output_model`` (its
+class name, or null), ``output_retries``, ``max_result_chars``, ``reask`` and
+``history_length`` (messages before the prompt). :meth:`Trace.from_dict` also reads
+``kode_nb.trace/v1``, which lacks these (a replay then uses defaults and says so). *turn*:
+``turn``. *model_call*: ``model``, ``turn``, ``messages`` (the messages added since the
+previous model call — "new this turn"; the first call has the whole history), ``message_count``
+(the whole history's length), ``tools`` (names offered), ``request`` (what the model was sent:
+``{provider, path, model, body}``, the JSON body as it went on the wire — never headers or keys
+—, or for an offline model ``provider: "neutral"`` with ``body: {system, messages, tools,
+settings}``), ``request_tokens_estimate`` (its compact JSON length / 4, rounded up),
+``response`` (``text``, ``tool_calls``: ``[{id, name, arguments}]``), ``usage``, ``cost`` (US
+dollars, null when the price or a token count is unknown; see :mod:`kode_nb.agents._cost`),
+``stop_reason``, ``latency``. *tool_call*: ``tool``, ``call_id``, ``arguments`` (the parsed
+JSON, or the raw text when it is not JSON), ``result`` (``status``, ``is_error``, ``text`` —
+the tool's whole text —, ``error_type``, ``duration``, ``details``), and when the text was cut
+to ``max_result_chars``: ``model_text`` (exactly what the model got back) and ``cut_chars``; a
+call that ran a subagent: ``subtree_usage``, ``subtree_requests``, ``subtree_cost`` (the model
+calls below it). Tool-call events are the executor's events for
 the call (``requested``, ``approval_requested``, ``approval_resolved``, ``started``,
 ``update`` (the first 100), ``completed``...). Messages are ``{"role": "user", "content"}``,
 ``{"role": "assistant", "text", "tool_calls"}`` or ``{"role": "tool", "call_id", "name",

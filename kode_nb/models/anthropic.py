@@ -30,6 +30,7 @@ from kode_nb.models.base import (
     Finish,
     ModelEvent,
     ModelRequest,
+    RequestSent,
     TextChunk,
     ToolCallPart,
     ToolResultMessage,
@@ -111,9 +112,9 @@ class AnthropicModel(HttpModel):
         if key:
             headers["x-api-key"] = key
         state = _StreamState(model=self.name)
-        sse = self._sse(
-            "/messages", self.request_body(request), headers, request.settings, [key or ""]
-        )
+        body = self.request_body(request)
+        yield RequestSent(provider=self.provider, path="/messages", model=self.model, body=body)
+        sse = self._sse("/messages", body, headers, request.settings, [key or ""])
         async with aclosing(sse) as events:  # closes the response at message_stop and on errors
             async for event in events:
                 if event.event == "json":  # a whole (non-streamed) answer

@@ -3,7 +3,9 @@
 A :class:`Model` turns a :class:`ModelRequest` (system prompt, neutral messages, tool specs and
 settings) into an async stream of :data:`ModelEvent`: :class:`TextChunk` pieces of the answer,
 complete :class:`ToolCallPart` calls (adapters assemble the provider's fragments), one
-:class:`UsageInfo` and a final :class:`Finish`. :func:`collect` folds a stream into a
+:class:`UsageInfo` and a final :class:`Finish`. An adapter that talks to a server also yields a
+:class:`RequestSent` with the JSON body it POSTed (after the server profile's adjustments), so
+traces can show what the model was sent. :func:`collect` folds a stream into a
 :class:`ModelResponse`.
 
 Adapters (``openai_compat``, ``anthropic``) convert the neutral messages to their provider's
@@ -12,7 +14,7 @@ format; the offline models (``scripted``, ``test_model``) need no conversion at 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, Union, runtime_checkable
 
@@ -32,6 +34,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "Notice",
+    "RequestSent",
     "TOOL_CHOICES",
     "TextChunk",
     "ToolCallPart",
@@ -270,7 +273,29 @@ class Finish:
     """``"end_turn"``, ``"tool_calls"``, ``"max_tokens"``, or the provider's own reason."""
 
 
-ModelEvent: TypeAlias = Union[TextChunk, ToolCallPart, UsageInfo, Finish, Notice]
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RequestSent:
+    """The request as it went on the wire (yielded before the answer's first event).
+
+    Only the JSON body and where it went: never headers, so never an API key. When an adapter
+    sends a second request for the same turn (e.g. retrying without streaming), the last one is
+    the one that produced the answer."""
+
+    provider: str
+    """The adapter's provider (``"openai"``, ``"anthropic"``, an OpenAI-compatible profile)."""
+    path: str
+    """The endpoint path below the base URL (``"/chat/completions"``, ``"/messages"``)."""
+    model: str
+    """The provider's model id."""
+    body: Mapping[str, Any]
+    """The JSON body, exactly as sent."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"provider": self.provider, "path": self.path, "model": self.model,
+                "body": dict(self.body)}  # fmt: skip
+
+
+ModelEvent: TypeAlias = Union[TextChunk, ToolCallPart, UsageInfo, Finish, Notice, RequestSent]
 """One item of a model's stream."""
 
 
@@ -303,6 +328,9 @@ class ModelResponse:
     """The :class:`Finish` reason (``"end_turn"`` if the stream had none)."""
     notices: tuple[str, ...] = ()
     """The :class:`Notice` texts of the stream, in order."""
+    request: RequestSent | None = None
+    """The last :class:`RequestSent` of the stream (``None``: the model sends nothing over the
+    wire, e.g. the offline models)."""
 
     def to_message(self) -> AssistantMessage:
         """This turn as an :class:`AssistantMessage` for the conversation history."""
@@ -318,6 +346,7 @@ async def collect(
     usage = UsageInfo()
     stop_reason = ""
     notices: list[str] = []
+    sent: RequestSent | None = None
     async for event in stream:
         if isinstance(event, TextChunk):
             text.append(event.text)
@@ -331,6 +360,8 @@ async def collect(
             stop_reason = event.stop_reason
         elif isinstance(event, Notice):
             notices.append(event.text)
+        elif isinstance(event, RequestSent):
+            sent = event
     if not stop_reason:
         stop_reason = "tool_calls" if calls else "end_turn"
     return ModelResponse(
@@ -339,4 +370,5 @@ async def collect(
         usage=usage,
         stop_reason=stop_reason,
         notices=tuple(notices),
+        request=sent,
     )

@@ -54,6 +54,7 @@ from kode_nb.models.base import (
     ModelEvent,
     ModelRequest,
     Notice,
+    RequestSent,
     TextChunk,
     ToolCallPart,
     ToolResultMessage,
@@ -295,6 +296,8 @@ class OpenAIChatModel(HttpModel):
         """One request; its text and completed calls are yielded, the rest stays in ``state``;
         ``outcome`` gets ``"empty"`` (no events at all), ``"json"`` or ``"stream"``."""
         params = {"api-version": self.api_version} if self.api_version else None
+        yield RequestSent(provider=self.provider, path="/chat/completions", model=self.model,
+                          body=body)  # fmt: skip
         done = False
         sse = self._sse(
             "/chat/completions", body, headers, request.settings, [key or ""], params=params

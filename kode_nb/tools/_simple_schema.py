@@ -17,6 +17,10 @@ Simple means: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any`` (not in a
 ``Annotated[..., Field(description=...)]``, with a default that is plain JSON data (or none).
 Anything else returns ``None`` and goes the model way. A property test
 (``tests/test_simple_schema.py``) checks that both paths agree.
+
+This second validator (besides the model's, which is then built only if asked for) pays:
+defining a tool takes ~110 µs instead of ~770 µs, and a call validates 0.8 µs faster
+(paired rounds against the model path, ``benchmarks/results/micro_opts.txt``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ nested subagent runs, the final answer, then the trace.
 arrives at the top-level view, which dispatches them by ``run_id``)::
 
     RunView "main"                        header: model, status, turns, tokens, elapsed
+    ├── the delegation tree               one line per run, once a subagent starts
+                                          (:mod:`kode_nb.ui.delegation`)
     ├── Turn 1   streamed text (StreamView, coalesced at ``rate`` flushes a second)
     │   └── ToolRow investigate           a CallView: arguments, state, approval, result
     │       └── RunView "investigate"     created on SubagentStarted, fills in as it runs
@@ -36,6 +38,7 @@ from kode_nb._redact import redact_text
 from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
+from kode_nb.ui.delegation import DelegationTree
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
 from kode_nb.ui.records import Record, run_record
 from kode_nb.ui.trace_html import token_text, trace_html, usage_total
@@ -80,7 +83,7 @@ class ToolRow(CallView):
 
     def show_approval(self, prompt: ApprovalPrompt) -> None:
         super().show_approval(prompt)
-        self.root.approval_shown()
+        self.root.approval_shown(prompt)
 
     def html(self) -> str:
         extra = (self.prompt.html() if self.prompt is not None else "") + (
@@ -144,13 +147,17 @@ class RunView(W.VBox):  # type: ignore[misc]
         self.header = W.HTML(self._header_html())
         self.body = W.VBox([])
         self.footer = W.VBox([])
+        self.tree: DelegationTree | None = DelegationTree(self) if root is None else None
+        """(Top level) one line per run of the tree (shown once a subagent starts)."""
         if depth > 0:
             layout = W.Layout(
                 border_left="3px solid #6b46c1", padding="2px 6px", margin="4px 0 4px 12px"
             )
         else:
             layout = W.Layout(border="1px solid #ccc", padding="2px 6px")
-        super().__init__([self.header, self.body, self.footer], layout=layout)
+        parts = [self.header, self.tree, self.body, self.footer] if self.tree is not None else [
+            self.header, self.body, self.footer]  # fmt: skip
+        super().__init__(parts, layout=layout)
         self._tick: asyncio.TimerHandle | None = self.loop.call_later(_TICK, self._on_tick)
 
     # ------------------------------------------------------------------ events
@@ -171,10 +178,14 @@ class RunView(W.VBox):  # type: ignore[misc]
                 row.attach(child)
             elif parent is not None:
                 parent.body.children = (*parent.body.children, child)
+            if self.root.tree is not None:
+                self.root.tree.refresh()
             return
         view = self.root.runs.get(event.run_id)
         if view is not None:
             view._handle(event)
+        if kind != "text_delta" and self.root.tree is not None:
+            self.root.tree.refresh()
 
     def _handle(self, event: Any) -> None:
         kind = event.type
@@ -240,7 +251,11 @@ class RunView(W.VBox):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ approvals
 
-    def approval_shown(self) -> None:
+    def approval_shown(self, prompt: ApprovalPrompt | None = None) -> None:
+        if self.tree is not None:
+            if prompt is not None:
+                self.tree.watch(prompt)
+            self.tree.refresh()
         self._wake(True)
 
     def _wake(self, value: bool) -> None:

@@ -97,6 +97,20 @@ def _run_tokens(usage: Mapping[str, Any] | None) -> str:
     return _tokens(usage) or "tokens unknown"
 
 
+def fmt_cost(cost: Any) -> str:
+    """``$0.0021``; ``cost unknown`` for ``None`` (an unknown price is never shown as $0)."""
+    if cost is None or isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return "cost unknown"
+    if cost >= 0.01 or cost == 0:
+        return f"${cost:,.2f}"
+    text = f"{cost:.6f}".rstrip("0")
+    return f"${text}" if len(text.split(".")[1]) >= 2 else f"${cost:.2f}"
+
+
+def _cost_of(data: Mapping[str, Any], key: str = "cost") -> str:
+    return fmt_cost(data[key]) if key in data else ""
+
+
 def _line(*parts: str) -> str:
     return " · ".join(p for p in parts if p)
 
@@ -197,6 +211,7 @@ def run_head(data: Mapping[str, Any]) -> str:
         _esc(_status(str(data["status"]))),
         f"{turns} turn{'s' if turns != 1 else ''}",
         _esc(_run_tokens(data.get("usage"))),
+        _esc(_cost_of(data)),
         _esc(fmt_seconds(data.get("duration"))),
     )
 
@@ -230,6 +245,7 @@ def run_text(data: Mapping[str, Any]) -> str:
             f"agent {data['agent']}: {data['status'].replace('_', ' ')}",
             f"{turns} turn{'s' if turns != 1 else ''}",
             _run_tokens(data.get("usage")),
+            _cost_of(data),
         )
         if p
     )
@@ -258,7 +274,17 @@ def _span_summary(span: Mapping[str, Any]) -> str:
         _esc(_status(str(span.get("status", "")))),
         _esc(fmt_seconds(span.get("duration"))),
         _esc(_tokens((span.get("attributes") or {}).get("usage"))),
+        _esc(_span_cost(span)),
     )
+
+
+def _span_cost(span: Mapping[str, Any]) -> str:
+    a = span.get("attributes") or {}
+    if span.get("kind") == "tool_call" and "subtree_cost" in a:
+        return f"subtree {_tokens(a.get('subtree_usage')) or 'tokens unknown'}, " + fmt_cost(
+            a["subtree_cost"]
+        )
+    return _cost_of(a) if span.get("kind") in ("model_call", "run") else ""
 
 
 def _labelled(label: str, value: Any) -> str:
@@ -276,6 +302,12 @@ def _span_body(span: Mapping[str, Any]) -> str:
         parts.append(f"<div>tools: {_esc(tools)}</div>")
         parts.append(_labelled("prompt", a.get("prompt")))
     elif kind == "model_call":
+        # the whole request can be large: the fallback shows what this turn added to it
+        new = a.get("messages")
+        if new:
+            estimate = a.get("request_tokens_estimate")
+            size = f", request ≈ {estimate} tokens" if isinstance(estimate, int) else ""
+            parts.append(_labelled(f"new this turn ({len(new)} messages{size})", new))
         response = a.get("response") or {}
         parts.append(_labelled("text", response.get("text")))
         calls = [f"{c.get('name')}({c.get('arguments')})" for c in response.get("tool_calls") or []]
@@ -288,6 +320,9 @@ def _span_body(span: Mapping[str, Any]) -> str:
                 parts.append(f"<div>{_esc(approval_line(_decision(ev)))}</div>")
         result = a.get("result") or {}
         parts.append(_labelled(f"result ({result.get('status', '?')})", result.get("text")))
+        if "model_text" in a:
+            cut = a.get("cut_chars")
+            parts.append(_labelled(f"what the model got ({cut} characters cut)", a["model_text"]))
     elif kind not in ("turn",):  # a kind this version does not know: its attributes
         parts.append(_labelled("attributes", a))
     if span.get("error") and kind != "tool_call":

@@ -208,6 +208,7 @@ def run_record(
         "error": message if status != "completed" else None,
         "interrupted": interrupted,
         "warnings": list(warnings),
+        "cost": result.cost if result is not None else None,
         "trace": _jsonable(trace.to_dict()) if trace is not None else None,
     }
     data = redact(data)

@@ -1,7 +1,8 @@
 /** The details pane of the trace viewer: everything recorded about one span. */
 
 import { copyButton, h, pretty, block, Child } from './dom';
-import { formatDuration, formatTokens } from './core/format';
+import { formatCost, spanCost } from './core/cost';
+import { formatCount, formatDuration, formatTokens } from './core/format';
 import { FlatSpan, FlatTrace, SpanData } from './core/trace';
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -119,7 +120,10 @@ function runSection(a: Record<string, unknown>, s: FlatSpan): HTMLElement[] {
       field(
         'requests',
         `${String(usage['requests'] ?? '?')} model, ${String(usage['tool_calls'] ?? '?')} tool calls`
-      )
+      ),
+      formatCost(spanCost(s.span))
+        ? field('cost (with subagents)', formatCost(spanCost(s.span)))
+        : null
     ),
     a['system_prompt'] ? section('System prompt', block(text(a['system_prompt']))) : null,
     a['prompt'] !== undefined ? section('Prompt', block(text(a['prompt']))) : null,
@@ -127,10 +131,41 @@ function runSection(a: Record<string, unknown>, s: FlatSpan): HTMLElement[] {
   ].filter((x): x is HTMLElement => x !== null);
 }
 
+/** The request as sent (the wire JSON, or the neutral request of an offline model), folded. */
+export function requestSection(a: Record<string, unknown>): HTMLElement | null {
+  const request = a['request'];
+  if (!isObject(request)) {
+    return null;
+  }
+  const json = JSON.stringify(request['body'] ?? request, null, 2);
+  const where =
+    request['provider'] === 'neutral'
+      ? 'provider-neutral request (an offline model: nothing goes on the wire)'
+      : `${String(request['provider'] ?? '?')} ${String(request['path'] ?? '')} · ${String(request['model'] ?? '')}`;
+  const estimate = a['request_tokens_estimate'];
+  const summary = h(
+    'summary',
+    null,
+    `${where} · ${json.length.toLocaleString()} characters`,
+    typeof estimate === 'number' ? ` · ≈ ${formatCount(estimate)} tokens` : ''
+  );
+  return section(
+    'Request as sent',
+    h(
+      'div.kode-nb-request-tools',
+      null,
+      copyButton('Copy request', () => json),
+      h('span.kode-nb-muted', null, ' redacted; headers and API keys are never recorded')
+    ),
+    h('details.kode-nb-request', null, summary, h('pre.kode-nb-pre', null, json))
+  );
+}
+
 function modelSection(a: Record<string, unknown>): HTMLElement[] {
   const messages = Array.isArray(a['messages']) ? a['messages'] : [];
   const response = isObject(a['response']) ? a['response'] : {};
   const calls = Array.isArray(response['tool_calls']) ? response['tool_calls'] : [];
+  const estimate = a['request_tokens_estimate'];
   return [
     section(
       'Model call',
@@ -141,15 +176,23 @@ function modelSection(a: Record<string, unknown>): HTMLElement[] {
         'history',
         `${String(a['message_count'] ?? '?')} messages (${messages.length} new here)`
       ),
-      field('tools offered', chips(a['tools']))
+      field('tools offered', chips(a['tools'])),
+      typeof estimate === 'number'
+        ? field('request size', `≈ ${formatCount(estimate)} tokens (characters / 4)`)
+        : null,
+      'cost' in a ? field('cost', formatCost(a['cost'] as number | null)) : null
     ),
-    section(`Request: messages sent (${messages.length})`, ...messages.map(message)),
+    requestSection(a),
+    section(
+      `New this turn: messages added since the previous model call (${messages.length})`,
+      ...messages.map(message)
+    ),
     section(
       'Response',
       response['text'] ? block(text(response['text'])) : h('div.kode-nb-muted', null, '(no text)'),
       ...calls.map(toolCallLine)
     )
-  ];
+  ].filter((x): x is HTMLElement => x !== null);
 }
 
 function toolSection(s: SpanData): HTMLElement[] {
@@ -161,7 +204,24 @@ function toolSection(s: SpanData): HTMLElement[] {
       'Tool call',
       field('tool', h('code', null, String(a['tool'] ?? s.name))),
       field('call id', String(a['call_id'] ?? '–')),
-      approval ? field('approval', h('span.kode-nb-approval', null, approval)) : null
+      approval ? field('approval', h('span.kode-nb-approval', null, approval)) : null,
+      isObject(a['subtree_usage'])
+        ? field(
+            'subagent cost',
+            `${
+              formatTokens({
+                input:
+                  typeof a['subtree_usage']['input_tokens'] === 'number'
+                    ? a['subtree_usage']['input_tokens']
+                    : null,
+                output:
+                  typeof a['subtree_usage']['output_tokens'] === 'number'
+                    ? a['subtree_usage']['output_tokens']
+                    : null
+              }) || 'tokens unknown'
+            } tokens · ${formatCost(spanCost(s)) || 'cost unknown'}`
+          )
+        : null
     ),
     section('Arguments', block(text(a['arguments'] ?? null))),
     result
@@ -174,6 +234,18 @@ function toolSection(s: SpanData): HTMLElement[] {
             formatDuration(typeof result['duration'] === 'number' ? result['duration'] : null)
           ),
           block(text(result['text'] ?? '')),
+          typeof a['model_text'] === 'string'
+            ? h(
+                'div.kode-nb-model-text',
+                null,
+                h(
+                  'div.kode-nb-muted',
+                  null,
+                  `what the model got back (cut to max_result_chars; ${String(a['cut_chars'] ?? '?')} characters left out)`
+                ),
+                block(a['model_text'])
+              )
+            : null,
           result['details'] !== undefined && result['details'] !== null
             ? h(
                 'div',

@@ -3,6 +3,7 @@
 import { block, Child, copyButton, h, pretty } from './dom';
 import { statusBadge } from './details';
 import { formatCount, formatDuration } from './core/format';
+import { formatCost } from './core/cost';
 import { checkSchema, parseTrace } from './core/trace';
 import { TraceViewer } from './viewer';
 
@@ -46,6 +47,9 @@ export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
       statusBadge(s(r['status'], 'unknown')),
       h('span', null, `${s(r['turns'], '?')} turn${r['turns'] === 1 ? '' : 's'}`),
       h('span', null, `tokens ${tokens}`),
+      'cost' in r
+        ? h('span.kode-nb-cost', null, formatCost(num(r['cost'])) || 'cost unknown')
+        : null,
       h('span', null, formatDuration(num(r['duration'])))
     )
   );

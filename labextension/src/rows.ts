@@ -1,6 +1,7 @@
 /** The trace viewer's row elements and the words in them. */
 
 import { h } from './dom';
+import { formatCost, spanCost } from './core/cost';
 import { FlatSpan } from './core/trace';
 
 export interface RowEls {
@@ -38,16 +39,20 @@ export function kindLabel(kind: string, agentDepth: number): string {
 
 export function rowMeta(s: FlatSpan): string {
   const a = s.span.attributes;
+  const cost = formatCost(spanCost(s.span));
+  const parts: string[] = [];
   if (s.span.kind === 'run') {
     const tools = Array.isArray(a['tools']) ? a['tools'].map(String) : [];
     const list =
       tools.length > 4 ? `${tools.slice(0, 4).join(', ')} +${tools.length - 4}` : tools.join(', ');
-    return `depth ${String(a['depth'] ?? s.agentDepth)} · tools: ${list || 'none'}`;
+    parts.push(`depth ${String(a['depth'] ?? s.agentDepth)} · tools: ${list || 'none'}`);
+  } else if (s.span.status !== 'ok' && s.span.status !== 'completed' && s.span.kind !== 'turn') {
+    parts.push(s.span.status);
   }
-  if (s.span.status !== 'ok' && s.span.status !== 'completed' && s.span.kind !== 'turn') {
-    return s.span.status;
+  if (cost) {
+    parts.push(s.span.kind === 'tool_call' ? `Σ ${cost}` : cost);
   }
-  return '';
+  return parts.join(' · ');
 }
 
 export function makeRow(): RowEls {

@@ -124,7 +124,10 @@ def check_records(page: Any, errors: list[str]) -> None:
 
     viewer.locator(".kode-nb-span", has_text="chat scripted").first.click()
     text = details.inner_text()
-    assert "Request: messages sent (1)" in text
+    assert "New this turn: messages added since the previous model call (1)" in text
+    assert "Request as sent" in text  # the request an offline model got, folded
+    assert "provider-neutral request" in text
+    assert "cost\ncost unknown" in text  # the scripted model has no price: unknown, not $0
     assert "What is 40 + 2? Check it." in text
 
     viewer.locator(".kode-nb-trace-search").fill("divide")

@@ -16,6 +16,7 @@ from kode_nb.models import (
     ModelProtocolError,
     ModelRequest,
     ModelSettings,
+    RequestSent,
     TextChunk,
     ToolCallPart,
     ToolCallRequest,
@@ -113,6 +114,7 @@ async def test_tool_use_assembled_from_input_json_deltas() -> None:
     # the text comes first, each call as soon as its block stops
     kinds = [type(e).__name__ for e in out]
     assert kinds == [
+        "RequestSent",
         "TextChunk",
         "TextChunk",
         "ToolCallPart",
@@ -207,7 +209,9 @@ async def test_stream_cut_before_message_stop() -> None:
     async with server.client() as client:
         with pytest.raises(ModelProtocolError, match="ended before 'message_stop'"):
             await drain(model(client).stream(request()), seen)
-    assert seen == [TextChunk(text="Once upon")]
+    assert seen[1:] == [TextChunk(text="Once upon")]
+    assert isinstance(seen[0], RequestSent)
+    assert seen[0].body == server.body()
     assert len(server.requests) == 1
 
 

@@ -1,0 +1,499 @@
+"""Do the executor's micro-optimisations pay on whole agent runs? Paired A/B rounds.
+
+Each optimisation is compared with its plain form, switched in by monkeypatching at run time
+(here only; the package is not changed). An optimisation the package no longer has (it did not
+pay) is patched back in as A, from the copy kept here, so its row can still be re-measured:
+
+* ``builders``: ``kode_nb/execution/_builders.py`` builds ``ToolResult``/``TextBlock``/
+  ``JsonBlock`` through a writable twin class and a ``__class__`` swap; plain = the dataclass
+  constructors (``ToolResult(content=..., ...)``).
+* ``limit``: the executor takes a free concurrency slot inline (``limit.free -= 1``, no
+  ``await``) and gives it back inline (``free += 1``), in ``CallSteps.run`` of
+  ``kode_nb/execution/_pipeline.py``; plain = always ``await limit.take()`` (the method has the
+  same free-slot test, behind a coroutine) and ``workers.release(st, taken)``.
+* ``validate-shortcut``: ``SimpleParamsValidator.validate`` (``kode_nb/tools/_validation.py``)
+  called the pydantic-core validator's ``validate_json`` itself for ``str`` arguments, and on a
+  failure validated a second time through ``_instance`` to explain it; plain = ``_instance``
+  only (one path, one validation). It did not pay and was removed: A is the copy kept here.
+* ``simple-validator``: simple signatures get a second validator besides the pydantic model, a
+  pydantic-core typed-dict ``SchemaValidator`` written by ``kode_nb/tools/_simple_schema.py``
+  (the model is built only if asked for); plain = the model's validator (``_FAST_PATH =
+  False`` in ``kode_nb/tools/_schema.py``). Its main purpose is defining tools fast
+  (target 3), so the definition time is measured too.
+
+Workloads: one validated call ``await executor.call(name, '{"a": 1, "b": 2}')`` (target 1) of an
+async and of a sync (worker thread) ``add``; whole agent runs on a ``ScriptedModel`` with 1 and
+with 5 tool calls per run (the 5 in one turn), async and sync tools, tracing on (target 7).
+
+Method: the machine is shared, so A (optimised) and B (plain) alternate: each round times one
+batch of each (~``--batch-ms`` long, order flipped every round, GC collected before), and the
+gain is the median of the per-round differences B - A; the spread is their 25th-75th
+percentile. Times are the process's CPU time (``time.process_time``, worker threads included), so
+waiting for a core behind other jobs is not counted (``--wall``: wall time).
+``.venv/bin/python benchmarks/micro_opts.py`` (~3 min); the report goes to
+``results/micro_opts.txt`` (``--out -``: nowhere).
+
+Verdict: an optimisation does not pay when its gain is < 1 % of a whole agent run (1 async tool
+call) and < 0.3 µs per tool call (the ``call async`` row); a gain counts only if its 25th
+percentile is above zero too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import inspect
+import os
+import platform
+import re
+import statistics
+import sys
+import textwrap
+import time
+import types
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+import kode_nb
+from kode_nb import Agent, Executor, ToolRegistry, define_tool
+from kode_nb.execution import _pipeline, _results
+from kode_nb.models import ScriptedModel, call
+from kode_nb.tools import _schema
+from kode_nb.tools._validation import SimpleParamsValidator
+from kode_nb.types import JsonBlock, TextBlock, ToolResult
+
+ARGS = '{"a": 1, "b": 2}'
+Op = Callable[[], Awaitable[Any]]
+
+
+# --------------------------------------------------------------------------- plain variants
+
+
+def _plain_make_result(
+    content: Any, details: Any, is_error: bool, status: Any, tool: str, call_id: str,
+    error_type: str | None, started_at: float, ended_at: float, duration: float,
+) -> ToolResult:  # fmt: skip
+    return ToolResult(
+        content=content, details=details, is_error=is_error, status=status, tool=tool,
+        call_id=call_id, error_type=error_type, started_at=started_at, ended_at=ended_at,
+        duration=duration,
+    )  # fmt: skip
+
+
+def _plain_text_block(text: str) -> TextBlock:
+    return TextBlock(text=text)
+
+
+def _plain_json_block(data: Any) -> JsonBlock:
+    return JsonBlock(data=data)
+
+
+@contextmanager
+def _patched(obj: Any, **values: Any) -> Iterator[None]:
+    old = {k: getattr(obj, k) for k in values}
+    for k, v in values.items():
+        setattr(obj, k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(obj, k, v)
+
+
+def _builders_plain() -> list[tuple[Any, dict[str, Any]]]:
+    return [
+        (_pipeline, {"make_result": _plain_make_result, "text_block": _plain_text_block}),
+        (_results, {"text_block": _plain_text_block, "json_block": _plain_json_block}),
+    ]
+
+
+_INLINED = (
+    "if limit.free > 0 and not limit.waiters:",  # take a free slot
+    "if taken == 1 and st.thread_future is None and not limits[0].waiters:",  # give it back
+)
+_PLAIN_TAKE = re.compile(r"^( +)st\.waiting = limit\n +await limit\.take\(\)\n", re.M)
+_PLAIN_RELEASE = re.compile(r"^( +)if taken or st\.thread_future is not None:\n", re.M)
+
+
+def _run_source() -> str:
+    return textwrap.dedent(inspect.getsource(_pipeline.CallSteps.run))
+
+
+def _limit_inlined_in_code() -> bool:
+    return all(inlined in _run_source() for inlined in _INLINED)
+
+
+def _compiled_run(source: str) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(compile(source, _pipeline.__file__, "exec"), _pipeline.__dict__, namespace)
+    return namespace["run"]
+
+
+def _always_await_run() -> Any:
+    """``CallSteps.run`` with the inlined free-slot tests (taking and giving back) replaced by
+    ``if False:``: CPython drops the dead branch at compile time, so this is exactly the plain
+    form: always ``await limit.take()``, always ``workers.release(st, taken)``."""
+    source = _run_source()
+    for inlined in _INLINED:
+        if source.count(inlined) != 1:
+            raise SystemExit(f"CallSteps.run no longer has {inlined!r}: update this benchmark")
+        source = source.replace(inlined, "if False:")
+    return _compiled_run(source)
+
+
+def _limit_plain() -> list[tuple[Any, dict[str, Any]]]:
+    return [(_pipeline.CallSteps, {"run": _always_await_run()})]
+
+
+def _inlined_run() -> Any:
+    """``CallSteps.run`` (plain form) with the free-slot tests inlined again, as they were."""
+    source = _run_source()
+    if len(_PLAIN_TAKE.findall(source)) != 1 or len(_PLAIN_RELEASE.findall(source)) != 1:
+        raise SystemExit("CallSteps.run changed: update this benchmark")
+
+    def take(m: re.Match[str]) -> str:
+        i = m.group(1)
+        return (f"{i}if limit.free > 0 and not limit.waiters:\n{i}    limit.free -= 1\n"
+                f"{i}else:\n{i}    st.waiting = limit\n{i}    await limit.take()\n")  # fmt: skip
+
+    def release(m: re.Match[str]) -> str:
+        i = m.group(1)
+        return (f"{i}{_INLINED[1]}\n{i}    limits[0].free += 1\n"
+                f"{i}elif taken or st.thread_future is not None:\n")  # fmt: skip
+
+    return _compiled_run(_PLAIN_RELEASE.sub(release, _PLAIN_TAKE.sub(take, source)))
+
+
+def _plain_validate(self: SimpleParamsValidator, raw: Any, *, tool: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = self._instance(raw, tool)
+    return kwargs
+
+
+def _shortcut_validate(self: SimpleParamsValidator, raw: Any, *, tool: str) -> dict[str, Any]:
+    """``SimpleParamsValidator.validate`` as it was with the shortcut."""
+    kwargs: dict[str, Any]
+    if type(raw) is str:  # the usual case, first
+        try:
+            kwargs = self._validator.validate_json(raw)
+            return kwargs
+        except ValidationError:
+            pass  # _instance explains it (or takes blank text for no arguments)
+    kwargs = self._instance(raw, tool)
+    return kwargs
+
+
+def _shortcut_in_code() -> bool:
+    return "self._validator.validate_json" in inspect.getsource(SimpleParamsValidator.validate)
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+async def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+def add_sync(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+WORKLOADS = ("call async", "call sync", "agent 1 async", "agent 1 sync", "agent 5 async",
+             "agent 5 sync")  # fmt: skip
+CALLS = {"call async": 1, "call sync": 1, "agent 1 async": 1, "agent 1 sync": 1,
+         "agent 5 async": 5, "agent 5 sync": 5}  # fmt: skip
+
+
+def _setup(*, model_path: bool = False, validate: Any = None) -> dict[str, Op]:
+    """Fresh tools, executors and agents; one op per workload."""
+    old = _schema._FAST_PATH
+    _schema._FAST_PATH = not model_path
+    try:
+        registry = ToolRegistry()
+        for fn in (add, add_sync):
+            tool = define_tool(fn, registry=registry)
+            if validate is not None:
+                assert isinstance(tool.validator, SimpleParamsValidator)
+                tool.validator.validate = types.MethodType(validate, tool.validator)  # type: ignore[method-assign]
+            expected = "ParamsValidator" if model_path else "SimpleParamsValidator"
+            assert type(tool.validator).__name__ == expected, tool.validator
+    finally:
+        _schema._FAST_PATH = old
+    executor = Executor(registry)
+    ops: dict[str, Op] = {}
+    for kind, name in (("async", "add"), ("sync", "add_sync")):
+
+        async def one_call(name: str = name) -> Any:
+            result = await executor.call(name, ARGS)
+            if result.text != "3":
+                raise AssertionError(result)
+            return result
+
+        ops[f"call {kind}"] = one_call
+        for n in (1, 5):
+            calls = [call(name, a=1, b=2) for _ in range(n)]
+            model = ScriptedModel([calls, "The sum is 3."])
+            agent = Agent("bench", model=model, tools=[name], executor=executor)
+
+            async def run(model: ScriptedModel = model, agent: Agent = agent, n: int = n) -> Any:
+                model.reset()
+                result = await agent.run("What is 1 + 2?")
+                if result.output != "The sum is 3." or len(result.trace.spans()) < n:
+                    raise AssertionError(result)
+                return result
+
+            ops[f"agent {n} {kind}"] = run
+    return ops
+
+
+# --------------------------------------------------------------------------- paired rounds
+
+
+@dataclass
+class Variant:
+    ops: dict[str, Op]
+    patches: list[tuple[Any, dict[str, Any]]]
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        with _patched_all(self.patches):
+            yield
+
+
+@contextmanager
+def _patched_all(patches: list[tuple[Any, dict[str, Any]]]) -> Iterator[None]:
+    if not patches:
+        yield
+        return
+    (obj, values), *rest = patches
+    with _patched(obj, **values), _patched_all(rest):
+        yield
+
+
+_clock = time.process_time
+"""CPU time of the whole process (worker threads included): time this process waits for a
+core while other jobs run is not counted. ``--wall`` uses ``time.perf_counter`` instead."""
+
+
+async def _batch(op: Op, n: int) -> float:
+    gc.collect()
+    t0 = _clock()
+    for _ in range(n):
+        await op()
+    return (_clock() - t0) / n
+
+
+@dataclass
+class Paired:
+    a: float
+    """Median time per op, optimised (s)."""
+    b: float
+    diffs: list[float]
+    """Per round: plain - optimised (s per op)."""
+
+    @property
+    def gain(self) -> float:
+        return statistics.median(self.diffs)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        q = statistics.quantiles(self.diffs, n=4)
+        return q[0], q[2]
+
+    @property
+    def wins(self) -> float:
+        return sum(d > 0 for d in self.diffs) / len(self.diffs)
+
+
+async def paired(a: Variant, b: Variant, workload: str, rounds: int, batch_s: float) -> Paired:
+    for v in (a, b):  # warm up, check, calibrate
+        with v.active():
+            for _ in range(20):
+                await v.ops[workload]()
+    with a.active():
+        per_op = await _batch(a.ops[workload], 50)
+    n = max(5, int(batch_s / per_op))
+    ta: list[float] = []
+    tb: list[float] = []
+    for r in range(rounds):
+        order = ((a, ta), (b, tb)) if r % 2 == 0 else ((b, tb), (a, ta))
+        for v, out in order:
+            with v.active():
+                out.append(await _batch(v.ops[workload], n))
+    return Paired(statistics.median(ta), statistics.median(tb),
+                  [y - x for x, y in zip(ta, tb, strict=True)])  # fmt: skip
+
+
+def _define_pair(rounds: int) -> Paired:
+    """Defining ``forecast`` (target 3's function) on the fast path vs the model path."""
+    src = '''
+def forecast{i}(city: str, days: int = 3, units: str = "metric", include_hourly: bool = False):
+    """Forecast the weather.
+
+    Args:
+        city: Name of the city.
+        days: How many days to forecast.
+    """
+'''
+    counter = iter(range(10**9))
+
+    def fresh() -> Callable[..., Any]:
+        i = next(counter)
+        ns: dict[str, Any] = {}
+        exec(src.format(i=i), ns)
+        return ns[f"forecast{i}"]  # type: ignore[no-any-return]
+
+    def batch(fast: bool, n: int = 40) -> float:
+        fns = [fresh() for _ in range(n)]
+        _schema._FAST_PATH = fast
+        try:
+            gc.collect()
+            t0 = _clock()
+            for fn in fns:
+                define_tool(fn, registry=None).parameters  # noqa: B018
+            return (_clock() - t0) / n
+        finally:
+            _schema._FAST_PATH = True
+
+    batch(True), batch(False)
+    ta: list[float] = []
+    tb: list[float] = []
+    for r in range(rounds):
+        for fast in (True, False) if r % 2 == 0 else (False, True):
+            (ta if fast else tb).append(batch(fast))
+    return Paired(statistics.median(ta), statistics.median(tb),
+                  [y - x for x, y in zip(ta, tb, strict=True)])  # fmt: skip
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:+.2f} µs" if abs(s) < 1e-3 else f"{s * 1e3:+.2f} ms"
+
+
+OPTS = {
+    "builders": "__class__ swap (_builders.py) vs dataclass constructors",
+    "limit": "inlined slot take/give-back (_pipeline.py) vs `await limit.take()` + release()",
+    "validate-shortcut": "SimpleParamsValidator.validate's direct validate_json vs _instance only",
+    "simple-validator": "simple-schema SchemaValidator (second validator) vs the model's validator",
+}
+
+
+def _variants(opt: str) -> tuple[Variant, Variant]:
+    if opt == "builders":
+        ops = _setup()
+        return Variant(ops, []), Variant(ops, _builders_plain())
+    if opt == "limit":
+        ops = _setup()
+        if _limit_inlined_in_code():
+            return Variant(ops, []), Variant(ops, _limit_plain())
+        return Variant(ops, [(_pipeline.CallSteps, {"run": _inlined_run()})]), Variant(ops, [])
+    if opt == "validate-shortcut":
+        if _shortcut_in_code():
+            return Variant(_setup(), []), Variant(_setup(validate=_plain_validate), [])
+        return Variant(_setup(validate=_shortcut_validate), []), Variant(_setup(), [])
+    return Variant(_setup(), []), Variant(_setup(model_path=True), [])
+
+
+async def main(args: argparse.Namespace) -> str:
+    lines: list[str] = []
+
+    def say(text: str = "") -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    say("kode_nb micro-optimisations: optimised (A) vs plain (B), paired interleaved rounds")
+    say(f"date:     {time.strftime('%Y-%m-%d %H:%M:%S %z', time.gmtime())}")
+    say(f"machine:  {platform.machine()}, {os.cpu_count()} cores; python {platform.python_version()}"
+        f" ({sys.executable}); kode_nb {kode_nb.__version__}")  # fmt: skip
+    say(f"load:     {' '.join(f'{x:.2f}' for x in os.getloadavg())} (1/5/15 min, at start)")
+    say(
+        f"method:   {args.rounds} rounds per row; each round one batch of A and one of B (~"
+        f"{args.batch_ms:.0f} ms each, order flipped every round, gc.collect() before each);"
+    )
+    clock = (
+        "wall time (perf_counter)"
+        if args.wall
+        else (
+            "process CPU time (process_time, all threads: waiting for a core behind other jobs "
+            "is not counted)"
+        )
+    )
+    say(f"clock:    {clock}")
+    say("          gain = median over rounds of (B - A) per op; spread = 25th..75th percentile;")
+    say("          wins = rounds where A was faster. Positive gain = the optimisation saves time.")
+    verdicts: list[str] = []
+    for opt in args.only or list(OPTS):
+        a, b = _variants(opt)
+        say()
+        say(f"== {opt}: {OPTS[opt]}")
+        say(f"   {'workload':<14} {'A (opt)':>11} {'B (plain)':>11} {'gain/op':>11} "
+            f"{'spread':>23} {'wins':>5} {'gain/call':>11} {'% of op':>8}")  # fmt: skip
+        rows: dict[str, Paired] = {}
+        for w in WORKLOADS:
+            p = await paired(a, b, w, args.rounds, args.batch_ms / 1e3)
+            rows[w] = p
+            lo, hi = p.spread
+            say(f"   {w:<14} {p.a * 1e6:>8.2f} µs {p.b * 1e6:>8.2f} µs {_us(p.gain):>11} "
+                f"[{_us(lo):>10}, {_us(hi):>10}] {p.wins:>5.0%} {_us(p.gain / CALLS[w]):>11} "
+                f"{p.gain / p.a:>+8.2%}")  # fmt: skip
+        if opt == "simple-validator":
+            d = _define_pair(args.rounds)
+            lo, hi = d.spread
+            say(
+                f"   {'define_tool':<14} {d.a * 1e6:>8.2f} µs {d.b * 1e6:>8.2f} µs "
+                f"{_us(d.gain):>11} [{_us(lo):>10}, {_us(hi):>10}] {d.wins:>5.0%} "
+                f"{'':>11} {d.gain / d.a:>+8.2%}   (target 3's forecast, new function each)"
+            )
+        one, run = rows["call async"], rows["agent 1 async"]
+        per_call_pays = one.gain >= 0.3e-6 and one.spread[0] > 0
+        per_run_pays = run.gain / run.a >= 0.01 and run.spread[0] > 0
+        pays = per_call_pays or per_run_pays
+        verdict = (f"{opt}: gain per tool call {_us(one.gain)} (call async; spread "
+                   f"{_us(one.spread[0])}..{_us(one.spread[1])}), per agent run (1 async call) "
+                   f"{_us(run.gain)} = {run.gain / run.a:+.2%} of {run.a * 1e6:.1f} µs (spread "
+                   f"{_us(run.spread[0])}..{_us(run.spread[1])}) -> "
+                   f"{'PAYS' if pays else 'does not pay'}")  # fmt: skip
+        if opt == "simple-validator":
+            verdict += f"; defining a tool: {_us(d.gain)} ({d.gain / d.a:+.0%})"
+        say(f"   verdict: {verdict}")
+        verdicts.append(verdict)
+    say()
+    say("== Summary (does not pay = < 1 % of a whole agent run and < 0.3 µs per tool call)")
+    for v in verdicts:
+        say(f"   {v}")
+    say(f"load at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--batch-ms", type=float, default=20.0)
+    parser.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
+    parser.add_argument("--only", nargs="*", choices=list(OPTS))
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "micro_opts.txt"))
+    ns = parser.parse_args()
+    if ns.wall:
+        _clock = time.perf_counter
+    report = asyncio.run(main(ns))
+    if ns.out != "-":
+        Path(ns.out).write_text(report)
