@@ -57,9 +57,11 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
+    "expand_trace": "kode_nb.agents",
     "prices": "kode_nb.agents",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
+    "replay": "kode_nb.agents",
     "run_many": "kode_nb.many.core",
     "set_price": "kode_nb.agents",
     "settle": "kode_nb.magics",
@@ -113,9 +115,11 @@ __all__ = [
     "default_registry",
     "define_tool",
     "deny",
+    "expand_trace",
     "prices",
     "register_secret",
     "register_subagent",
+    "replay",
     "run_many",
     "set_price",
     "settle",
@@ -129,7 +133,13 @@ if TYPE_CHECKING:
         register_secret as register_secret,
     )
     from kode_nb.agents import (
+        expand_trace as expand_trace,
+    )
+    from kode_nb.agents import (
         prices as prices,
+    )
+    from kode_nb.agents import (
+        replay as replay,
     )
     from kode_nb.agents import (
         set_price as set_price,

@@ -195,7 +195,7 @@ def test_one_class_per_public_name_across_the_api() -> None:
 
 # Subpackage modules whose main classes are re-exported from kode_nb (lazily).
 SUBPACKAGE_EXPORTERS = [
-    "kode_nb.agents",  # prices, set_price
+    "kode_nb.agents",  # prices, set_price, replay, expand_trace
     "kode_nb.agents.loop",
     "kode_nb.agents.result",
     "kode_nb.agents.subagent",

@@ -5,10 +5,13 @@
   (:mod:`.subagent`), with a narrowed policy (:class:`NarrowedPolicy`) and a context
   compression hook (:func:`compress_context`).
 * Events for live views (:mod:`.events`): pass ``on_event=`` to an agent or a run.
-* :class:`Trace` — the recorded tree, as ``kode_nb.trace/v1`` JSON or OpenTelemetry spans
+* :class:`Trace` — the recorded tree, as ``kode_nb.trace/v2`` JSON or OpenTelemetry spans
   (:mod:`.trace`); secrets are removed first (:func:`redact`).
 * Cost: :data:`prices` (editable), :func:`set_price`, :func:`price_for`, and the request size
   estimate :func:`estimate_tokens` (:mod:`._cost`).
+* :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
+  tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
+* :func:`expand_trace` — a recorded run as notebook cells that reproduce it (:mod:`._expand`).
 
 Nothing here imports Jupyter.
 """
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
 from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
+from kode_nb.agents._expand import Expansion, expand_trace
+from kode_nb.agents._replay import Replay, replay
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,
@@ -48,11 +53,13 @@ __all__ = [
     "AgentRunResult",
     "CompressContext",
     "EventCallback",
+    "Expansion",
     "ModelResponded",
     "ModelSpec",
     "NarrowedPolicy",
     "Price",
     "RunFinished",
+    "Replay",
     "RunStarted",
     "RunStatus",
     "RunUsage",
@@ -65,12 +72,14 @@ __all__ = [
     "Trace",
     "TurnStarted",
     "compress_context",
+    "expand_trace",
     "estimate_tokens",
     "price_for",
     "prices",
     "redact",
     "redact_text",
     "register_subagent",
+    "replay",
     "resolve_tools",
     "set_price",
     "subagent_tool",

@@ -329,7 +329,12 @@ class Agent:
         root.set(agent=self.name, model=self.model.name, run_id=rid, parent_call_id=parent_call_id,
                  depth=depth, system_prompt=system, prompt=prompt, tools=[s.name for s in st.specs],
                  max_turns=self.max_turns, time_limit=self.time_limit,
-                 settings={**self.settings.describe(), **_model_settings(self.model)})  # fmt: skip
+                 settings={**self.settings.describe(), **_model_settings(self.model)},
+                 tool_specs=[{"name": t.name, "description": t.description,
+                              "parameters": t.parameters} for t in st.specs],
+                 output_model=self.output_model.__name__ if self.output_model else None,
+                 output_retries=self.output_retries, max_result_chars=self.max_result_chars,
+                 reask=self.reask, history_length=len(history))  # fmt: skip
         if parent is not None and parent_call_id in parent.tool_spans:
             parent.tool_spans[parent_call_id].children.append(root)
         subscription = run_executor.bus.subscribe(st.record_bus_event)

@@ -64,6 +64,7 @@ from kode_nb.errors import (
     ToolDefinitionError,
 )
 from kode_nb.execution._executor import Executor
+from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import Model
 from kode_nb.tools._model import Tool
 from kode_nb.tools._registry import ToolRegistry, default_registry
@@ -287,7 +288,9 @@ def _prompt(summary: str, inputs: Mapping[str, Any]) -> str:
     return f"{summary.strip()}\n\n{text}" if summary.strip() else text
 
 
-def _model_for(defn: AgentDefinition, parent: RunState | None) -> Model:
+def _model_for(defn: AgentDefinition, parent: RunState | None, call_id: str = "") -> Model:
+    if parent is not None and isinstance(parent.model, ReplayModel):
+        return parent.model.nested(call_id, defn.name)  # a replay: the recorded nested run
     spec = defn.model
     if spec is None:
         if parent is None:
@@ -359,7 +362,7 @@ async def delegate(
     child_executor = derive_executor(base, policy=narrowed, approver=approver)
     try:
         agent = Agent(
-            defn.name, model=_model_for(defn, parent), system_prompt=system, tools=defn.tools,
+            defn.name, model=_model_for(defn, parent, ctx.call_id), system_prompt=system, tools=defn.tools,
             max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
             executor=child_executor, tool_choice=defn.tool_choice, reask=defn.reask,
             max_result_chars=parent.agent.max_result_chars if parent is not None else MAX_RESULT_CHARS,

@@ -13,9 +13,9 @@ Every :meth:`Agent.run <kode_nb.agents.Agent.run>` records a :class:`Trace`::
 Everything stored is passed through :func:`kode_nb._redact.redact` first, so a trace, its
 JSON and its OpenTelemetry export never hold a secret.
 
-JSON schema ``kode_nb.trace/v1`` (:meth:`Trace.to_dict`)::
+JSON schema ``kode_nb.trace/v2`` (:meth:`Trace.to_dict`)::
 
-    {"schema": "kode_nb.trace/v1", "trace_id": "<32 hex>", "root": SPAN}
+    {"schema": "kode_nb.trace/v2", "trace_id": "<32 hex>", "root": SPAN}
 
     SPAN = {
       "kind": "run" | "turn" | "model_call" | "tool_call",
@@ -37,7 +37,12 @@ Attributes. *run*: ``agent``, ``model``, ``run_id``, ``parent_call_id``, ``depth
 ``system_prompt``, ``prompt``, ``tools`` (names), ``max_turns``, ``time_limit``, and at the end
 ``output``, ``turns``, ``usage`` (this run's own calls: ``input_tokens``, ``output_tokens``,
 ``requests``, ``tool_calls``), ``total_usage`` and ``total_requests`` (with every nested
-subagent's calls), ``cost`` (US dollars of all of them; null when one is unknown). *turn*:
+subagent's calls), ``cost`` (US dollars of all of them; null when one is unknown). New in v2
+(what :func:`kode_nb.replay` needs to rebuild the agent): ``settings`` (the model settings),
+``tool_specs`` (``[{name, description, parameters}]``, the tools offered), ``output_model`` (its
+class name, or null), ``output_retries``, ``max_result_chars``, ``reask`` and
+``history_length`` (messages before the prompt). :meth:`Trace.from_dict` also reads
+``kode_nb.trace/v1``, which lacks these (a replay then uses defaults and says so). *turn*:
 ``turn``. *model_call*: ``model``, ``turn``, ``messages`` (the messages added since the
 previous model call — "new this turn"; the first call has the whole history), ``message_count``
 (the whole history's length), ``tools`` (names offered), ``request`` (what the model was sent:
@@ -80,8 +85,11 @@ from kode_nb._redact import redact
 
 __all__ = ["SCHEMA", "Span", "SpanKind", "Trace"]
 
-SCHEMA = "kode_nb.trace/v1"
+SCHEMA = "kode_nb.trace/v2"
 """The version tag of the JSON form (:meth:`Trace.to_dict`)."""
+
+READABLE_SCHEMAS = ("kode_nb.trace/v1", SCHEMA)
+"""The versions :meth:`Trace.from_dict` reads."""
 
 SpanKind: TypeAlias = Literal["run", "turn", "model_call", "tool_call"]
 
@@ -224,20 +232,31 @@ class Trace:
     """The ``run`` span."""
     trace_id: str = field(default_factory=new_trace_id)
     """32 hex digits, shared by every span (OpenTelemetry's trace id)."""
+    schema: str = SCHEMA
+    """The version it was recorded with (``kode_nb.trace/v1`` for an older record)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``kode_nb.trace/v1`` JSON form."""
-        return {"schema": SCHEMA, "trace_id": self.trace_id, "root": self.root.to_dict()}
+        """The ``kode_nb.trace/v2`` JSON form (an older record keeps its version tag)."""
+        return {"schema": self.schema, "trace_id": self.trace_id, "root": self.root.to_dict()}
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, default=str)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trace:
-        """Load a trace saved with :meth:`to_dict`; another schema raises ``ValueError``."""
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"not a {SCHEMA} trace: schema is {data.get('schema')!r}")
-        return cls(root=Span.from_dict(data["root"]), trace_id=str(data["trace_id"]))
+        """Load a trace saved with :meth:`to_dict` (v1 or v2); another schema raises
+        ``ValueError`` naming the versions read."""
+        schema = data.get("schema")
+        if schema not in READABLE_SCHEMAS:
+            newer = isinstance(schema, str) and schema.startswith("kode_nb.trace/")
+            hint = " (a newer kode_nb wrote it: update kode_nb)" if newer else ""
+            raise ValueError(
+                f"not a kode_nb trace this version reads: schema is {schema!r}{hint}; "
+                f"it reads {', '.join(READABLE_SCHEMAS)}"
+            )
+        return cls(
+            root=Span.from_dict(data["root"]), trace_id=str(data["trace_id"]), schema=str(schema)
+        )
 
     def spans(self) -> list[Span]:
         """All spans, depth first (nested subagent runs included)."""

@@ -232,6 +232,19 @@ class KodeMagics(Magics):
 
         tools_command(self.session, parse_argstring(self.tools, line))
 
+    @magic_arguments()
+    @argument("var", help="a run result, agent handle or trace (or its JSON) in the notebook")
+    @argument("--path", help="the .ipynb to write (default: next to this notebook)")
+    @line_magic
+    @redacted_errors
+    def expand_trace(self, line: str) -> Any:
+        """Write a recorded run as cells (headings per run and turn, one cell per tool call, a
+        replay cell) to a new notebook next to this one, and link to it."""
+        from kode_nb.magics.expand import expand_command
+
+        args = parse_argstring(self.expand_trace, line)
+        return expand_command(self.shell, set(self.session.registry.names()), args)
+
     # ------------------------------------------------------------------ %policy / %approval
 
     @line_magic

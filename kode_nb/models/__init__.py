@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import (
     AssistantMessage,
     Finish,
@@ -35,6 +36,7 @@ from kode_nb.models.errors import (
     ModelError,
     ModelHTTPError,
     ModelProtocolError,
+    ReplayDivergedError,
     ScriptExhausted,
     ScriptMismatch,
 )
@@ -67,6 +69,8 @@ __all__ = [
     "ModelSettings",
     "Notice",
     "OpenAIChatModel",
+    "ReplayDivergedError",
+    "ReplayModel",
     "RequestSent",
     "ScriptExhausted",
     "ScriptMismatch",

@@ -7,7 +7,8 @@
         ├── ModelConnectionError   no response: connection failed or timed out (after retries)
         ├── ModelProtocolError     the stream was malformed, reported an error, or was cut off
         ├── ScriptExhausted        a ScriptedModel was asked for more turns than it was given
-        └── ScriptMismatch         a scripted tool call does not fit the request's tools
+        ├── ScriptMismatch         a scripted tool call does not fit the request's tools
+        └── ReplayDivergedError    a replayed run's request differs from the recorded one
 
 A missing API key or an unknown model name is developer misuse, not a model failure: that is
 :class:`~kode_nb.errors.ConfigurationError` (a ``KodeUsageError``).
@@ -22,6 +23,7 @@ __all__ = [
     "ModelError",
     "ModelHTTPError",
     "ModelProtocolError",
+    "ReplayDivergedError",
     "ScriptExhausted",
     "ScriptMismatch",
 ]
@@ -86,3 +88,19 @@ class ScriptMismatch(ModelError):
         self.problem = problem
         """What does not fit."""
         super().__init__(f"ScriptedModel turn {turn}: call to '{tool}' does not fit: {problem}")
+
+
+class ReplayDivergedError(ModelError):
+    """A replayed run no longer matches its recording (see :class:`~kode_nb.models.ReplayModel`)."""
+
+    def __init__(self, run: str, turn: int, problem: str, diff: str = "") -> None:
+        self.run = run
+        """The run that diverged (``main``, ``main > researcher``)."""
+        self.turn = turn
+        """The 1-based model call (turn) whose request differs."""
+        self.problem = problem
+        """What differs."""
+        self.diff = diff
+        """A short unified diff, recorded → now ("" when there is none)."""
+        text = f"replay of run '{run}' diverged at turn {turn}: {problem}"
+        super().__init__(f"{text}\n{diff}" if diff else text)

@@ -225,7 +225,7 @@ def _output_text(output: Any) -> str:
 
 
 def trace_record(trace: Trace) -> Record:
-    """The record of a trace: its ``kode_nb.trace/v1`` JSON, unchanged."""
+    """The record of a trace: its ``kode_nb.trace/v2`` JSON, unchanged."""
     data = _jsonable(trace.to_dict())
     return Record("trace", data, RH.trace_html(data), RH.trace_text(data))
 

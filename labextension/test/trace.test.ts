@@ -94,8 +94,11 @@ test('a deep chain of 20,000 nested spans flattens without overflowing the stack
 
 test('schemas: another kind or major version is refused with a readable message', () => {
   assert.throws(
-    () => parseTrace({ schema: 'kode_nb.trace/v2', trace_id: 'x', root: {} }),
-    (e: Error) => e instanceof RecordError && /kode_nb\.trace\/v2 is not supported/.test(e.message)
+    () => parseTrace({ schema: 'kode_nb.trace/v3', trace_id: 'x', root: {} }),
+    (e: Error) =>
+      e instanceof RecordError &&
+      /kode_nb\.trace\/v3 is not supported/.test(e.message) &&
+      /reads kode_nb\.trace\/v1, kode_nb\.trace\/v2/.test(e.message)
   );
   assert.throws(
     () => checkSchema({ schema: 'kode_nb.run/v1' }, 'call'),
@@ -104,6 +107,8 @@ test('schemas: another kind or major version is refused with a readable message'
   assert.throws(() => checkSchema([1], 'trace'), /expected a JSON object/);
   assert.throws(() => parseTrace({ schema: 'kode_nb.trace/v1' }), /no "root" span/);
   assert.equal(checkSchema({ schema: 'kode_nb.trace/v1.3', extra: 1 }, 'trace')['extra'], 1);
+  const v2 = parseTrace({ schema: 'kode_nb.trace/v2', trace_id: 'y', root: { name: 'main' } });
+  assert.equal(v2.schema, 'kode_nb.trace/v2');
 });
 
 test('unknown span kinds and extra keys are kept', () => {

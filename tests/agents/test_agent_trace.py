@@ -1,4 +1,4 @@
-"""Traces: the kode_nb.trace/v1 JSON shape, the OpenTelemetry GenAI export, and that secrets
+"""Traces: the kode_nb.trace/v2 JSON shape, the OpenTelemetry GenAI export, and that secrets
 (environment values, keys, bearer tokens) never reach either."""
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ def echo(registry: ToolRegistry) -> ToolRegistry:
     return registry
 
 
-async def test_the_json_trace_follows_the_v1_schema(echo: ToolRegistry) -> None:
+async def test_the_json_trace_follows_the_v2_schema(echo: ToolRegistry) -> None:
     model = ScriptedModel([[call("echo", text="a"), call("echo", text="b")], "done"])
     result = await Agent(model=model, system_prompt="sys", tools=["echo"]).run("go")
     data = json.loads(result.trace.to_json())
-    assert data["schema"] == SCHEMA == "kode_nb.trace/v1"
+    assert data["schema"] == SCHEMA == "kode_nb.trace/v2"
     assert len(data["trace_id"]) == 32
     root = data["root"]
     keys = {"kind", "name", "span_id", "started_at", "ended_at", "duration", "status", "error",
@@ -72,7 +72,7 @@ async def test_the_json_trace_follows_the_v1_schema(echo: ToolRegistry) -> None:
         assert span.duration >= 0
     again = Trace.from_dict(data)
     assert again.to_dict() == data
-    with pytest.raises(ValueError, match=r"not a kode_nb\.trace/v1 trace"):
+    with pytest.raises(ValueError, match=r"not a kode_nb trace this version reads"):
         Trace.from_dict({"schema": "other/v9", "root": {}})
 
 

@@ -193,7 +193,7 @@ def test_saved_records_render_in_jupyterlab_without_a_kernel(lab: tuple[str, Pat
         with page.expect_download() as download:
             viewer.get_by_role("button", name="JSON", exact=True).click()
         saved = json.loads(Path(download.value.path()).read_text())
-        assert saved["schema"] == "kode_nb.trace/v1"
+        assert saved["schema"] == "kode_nb.trace/v2"
         assert len(spans) == 18 - 6  # turn spans are folded away in OpenTelemetry
         page.screenshot(path=str(ARTIFACTS / "trace_viewer_lab.png"), full_page=True)
         page.evaluate(

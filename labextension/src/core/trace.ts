@@ -1,9 +1,11 @@
 /**
- * The kode_nb.trace/v1 record (docs/RECORDS.md) as a flat, indexable tree: spans in depth-first
+ * The kode_nb.trace/v2 (or v1) record (docs/RECORDS.md) as a flat, indexable tree: spans in depth-first
  * order with parent links, subtree sizes, times, tokens and the critical path. No DOM here.
  */
 
-export const TRACE_SCHEMA = 'kode_nb.trace/v1';
+export const TRACE_SCHEMA = 'kode_nb.trace/v2';
+/** The trace schema major versions this viewer reads (v2 adds replay fields to run spans). */
+export const TRACE_MAJORS: readonly number[] = [1, 2];
 
 export interface TraceEvent {
   name: string;
@@ -84,7 +86,11 @@ function str(value: unknown, fallback: string): string {
  * Check a record's `schema` ("kode_nb.<kind>/v<major>"): a different kind or an unknown major
  * version raises a RecordError with a readable message.
  */
-export function checkSchema(data: unknown, kind: string, major = 1): Record<string, unknown> {
+export function checkSchema(
+  data: unknown,
+  kind: string,
+  majors: readonly number[] = [1]
+): Record<string, unknown> {
   if (!isObject(data)) {
     throw new RecordError(`kode_nb ${kind} record: expected a JSON object`);
   }
@@ -95,10 +101,11 @@ export function checkSchema(data: unknown, kind: string, major = 1): Record<stri
       `not a kode_nb ${kind} record: schema is ${JSON.stringify(schema ?? null)}`
     );
   }
-  if (Number(match[2]) !== major) {
+  if (!majors.includes(Number(match[2]))) {
+    const reads = majors.map(m => `kode_nb.${kind}/v${m}`).join(', ');
     throw new RecordError(
       `kode_nb ${kind} record schema ${schema} is not supported by this version of the ` +
-        `kode_nb extension (it reads kode_nb.${kind}/v${major}); update kode_nb`
+        `kode_nb extension (it reads ${reads}); update kode_nb`
     );
   }
   return data;
@@ -146,7 +153,7 @@ function normalizeEvents(events: unknown): TraceEvent[] {
 
 /** Validate and normalise a trace record (children are normalised by flatten). */
 export function parseTrace(data: unknown): TraceData {
-  const obj = checkSchema(data, 'trace');
+  const obj = checkSchema(data, 'trace', TRACE_MAJORS);
   if (!isObject(obj['root'])) {
     throw new RecordError('kode_nb trace: the record has no "root" span');
   }

@@ -1,0 +1,248 @@
+"""Expand a recorded run into notebook cells: ``kode_nb.expand_trace(run_or_trace)``.
+
+The cells (nbformat 4 dicts, no Jupyter import needed) are, in order:
+
+* a setup code cell that loads the recorded trace (``TRACE``) and makes an ``executor``;
+* ``## Run <agent>``: the prompt, model, allowlist and limits — collapsed;
+* per turn ``### Turn n`` (collapsed): the model's text as a markdown cell, then one code cell
+  per tool call that calls the tool with the recorded arguments (``await executor.call(...)``),
+  the recorded result as its saved output; a subagent's call is left commented (running it would
+  call its model) and its nested run follows as a deeper heading, with its own turns;
+* ``## Replay <agent>`` (left open, so it closes the collapsed section): a cell that replays
+  the whole run offline (``await kode_nb.replay(TRACE)``) and prints its output.
+
+Headings are collapsed the way JupyterLab 4 saves it (cell metadata
+``"jp-MarkdownHeadingCollapsed": true``; ``"heading_collapsed": true`` for the classic
+notebook's collapsible headings), so the run reads as one line until opened. Every cell carries
+``metadata.kode_nb`` (``trace_id``, ``span_id``, ``role``). Run top to bottom, the cells
+reproduce the run offline.
+
+What cannot be reproduced — a trace from a newer format, a tool not registered in this kernel, a
+subagent whose nested run is missing — gets a note (a markdown cell where it applies, and in
+:attr:`Expansion.notes`); the cells for the rest are still made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kode_nb.agents._replay import load_trace
+from kode_nb.agents.trace import READABLE_SCHEMAS, Span, Trace
+from kode_nb.errors import ConfigurationError
+
+__all__ = ["COLLAPSED_KEYS", "Expansion", "expand_trace"]
+
+COLLAPSED_KEYS = ("jp-MarkdownHeadingCollapsed", "heading_collapsed")
+"""Cell-metadata keys that mark a markdown heading collapsed (JupyterLab 4; classic)."""
+
+
+@dataclass(kw_only=True, eq=False)
+class Expansion:
+    """The cells of an expanded run, and what could not be reproduced."""
+
+    cells: list[dict[str, Any]]
+    """nbformat 4 cells, in order."""
+    notes: list[str] = field(default_factory=list)
+    """What is missing (a newer format, an unregistered tool, a missing nested run)."""
+    path: Path | None = None
+    """The notebook written (``expand_trace(..., path=...)``), else ``None``."""
+
+    def notebook(self) -> dict[str, Any]:
+        """A whole nbformat 4 notebook holding the cells."""
+        return {
+            "cells": self.cells,
+            "metadata": {
+                "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                "language_info": {"name": "python"},
+            },
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+
+    def __repr__(self) -> str:
+        where = f", path={str(self.path)!r}" if self.path else ""
+        return f"Expansion(cells={len(self.cells)}, notes={len(self.notes)}{where})"
+
+
+class _Builder:
+    def __init__(self, trace: Trace, registered: set[str] | None) -> None:
+        self.trace = trace
+        self.registered = registered
+        self.cells: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+
+    def _meta(self, span: Span | None, role: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {"trace_id": self.trace.trace_id, "role": role}
+        if span is not None:
+            meta["span_id"] = span.span_id
+        return {"kode_nb": meta}
+
+    def markdown(self, text: str, span: Span | None, role: str, *, collapsed: bool = False) -> None:
+        meta = self._meta(span, role)
+        if collapsed:
+            meta.update(dict.fromkeys(COLLAPSED_KEYS, True))
+        self.cells.append(
+            {"cell_type": "markdown", "id": f"kode-{len(self.cells):04d}", "metadata": meta,
+             "source": text}
+        )  # fmt: skip
+
+    def code(self, source: str, span: Span | None, role: str, output: str | None = None) -> None:
+        outputs = []
+        if output is not None:
+            outputs.append({"output_type": "execute_result", "execution_count": None,
+                            "metadata": {}, "data": {"text/plain": output}})  # fmt: skip
+        self.cells.append(
+            {"cell_type": "code", "id": f"kode-{len(self.cells):04d}", "execution_count": None,
+             "metadata": self._meta(span, role), "outputs": outputs, "source": source}
+        )  # fmt: skip
+
+    def note(self, text: str, span: Span | None) -> None:
+        self.notes.append(text)
+        self.markdown(f"> **Note:** {text}", span, "note")
+
+    def run(self, run: Span, level: int, path: str) -> None:
+        a = run.attributes
+        label = f"{path} > {run.name}" if path else run.name
+        hashes = "#" * min(level, 6)
+        lines = [f"{hashes} Run `{label}` — {run.status}", ""]
+        lines.append(f"**Prompt:** {_quote(str(a.get('prompt', '')))}")
+        lines.append("")
+        tools = ", ".join(f"`{t}`" for t in a.get("tools") or []) or "none"
+        limits = f"max_turns={a.get('max_turns')}, time_limit={a.get('time_limit')}"
+        lines.append(f"- model: `{a.get('model', '?')}`\n- tools: {tools}\n- limits: {limits}")
+        if a.get("output") is not None:
+            lines.append(f"- answer: {_quote(_short(a.get('output')))}")
+        self.markdown("\n".join(lines), run, "run", collapsed=True)
+        for turn in run.children:
+            if turn.kind == "turn":
+                self.turn(turn, level + 1, label)
+
+    def turn(self, turn: Span, level: int, path: str) -> None:
+        tool_spans = [s for s in turn.children if s.kind == "tool_call"]
+        names = ", ".join(str(s.attributes.get("tool", "?")) for s in tool_spans)
+        what = f"{len(tool_spans)} tool call(s): {names}" if tool_spans else "answer"
+        number = turn.attributes.get("turn", "?")
+        self.markdown(f"{'#' * min(level, 6)} Turn {number} — {what}", turn, "turn", collapsed=True)
+        for span in turn.children:
+            if span.kind == "model_call":
+                response = span.attributes.get("response")
+                text = response.get("text") if isinstance(response, Mapping) else None
+                if text:
+                    self.markdown(f"**{path}** (model):\n\n{text}", span, "model_text")
+                elif span.status == "error":
+                    self.markdown(f"**{path}** (model error): {span.error}", span, "model_text")
+            elif span.kind == "tool_call":
+                self.tool_call(span, level, path)
+
+    def tool_call(self, span: Span, level: int, path: str) -> None:
+        a = span.attributes
+        tool = str(a.get("tool", ""))
+        arguments = a.get("arguments", {})
+        recorded = a.get("result")
+        result: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
+        if self.registered is not None and tool not in self.registered:
+            self.note(
+                f"tool `{tool}` (call {a.get('call_id')}) is not registered in this kernel: "
+                "its cell will get a not_found result; the replay cell uses the recorded results",
+                span,
+            )
+        args = json.dumps(arguments, ensure_ascii=False, indent=None)
+        nested = [c for c in span.children if c.kind == "run"]
+        subagent = _is_subagent(result) or bool(nested)
+        head = f"# {path}: call {a.get('call_id')} → {result.get('status', '?')}\n"
+        line = f"result = await executor.call({tool!r}, {args})"
+        if subagent:  # running it would call the subagent's model: its recorded run follows
+            source = (f"{head}# `{tool}` is a subagent: calling it runs its model, so the call is "
+                      f"left commented;\n# its recorded run follows, and the last cell replays "
+                      f"it offline.\n# {line}")  # fmt: skip
+        else:
+            source = f"{head}{line}\nresult"
+        self.code(source, span, "tool_call", output=str(result.get("text", "")))
+        if subagent and not nested:
+            self.note(
+                f"subagent `{tool}` (call {a.get('call_id')}) has no recorded nested run in the "
+                "trace: its turns cannot be shown or replayed",
+                span,
+            )
+        for child in nested:
+            self.run(child, level + 1, path)
+
+
+def _is_subagent(result: Mapping[str, Any]) -> bool:
+    details = result.get("details")
+    return isinstance(details, Mapping) and "subagent" in details
+
+
+def _quote(text: str) -> str:
+    return text.replace("\n", " ").strip() or "(empty)"
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _load(run_or_trace: Any, notes: list[str]) -> Trace:
+    if isinstance(run_or_trace, Mapping) and run_or_trace.get("schema") not in READABLE_SCHEMAS:
+        schema = run_or_trace.get("schema")
+        if (
+            isinstance(schema, str)
+            and schema.startswith("kode_nb.trace/")
+            and "root" in run_or_trace
+        ):
+            notes.append(
+                f"the trace is {schema}, newer than this kode_nb reads "
+                f"({', '.join(READABLE_SCHEMAS)}): cells were made from the fields it knows; "
+                "update kode_nb to replay it"
+            )
+            return Trace(root=Span.from_dict(run_or_trace["root"]),
+                         trace_id=str(run_or_trace.get("trace_id", "")), schema=schema)  # fmt: skip
+    return load_trace(run_or_trace)
+
+
+def expand_trace(
+    run_or_trace: Any, *, path: str | Path | None = None, registered: set[str] | None = None
+) -> Expansion:
+    """The cells that reproduce a recorded run (see the module docstring).
+
+    ``run_or_trace`` is an :class:`~kode_nb.AgentRunResult`, a :class:`Trace` or its JSON.
+    ``path`` also writes them as a new notebook there (an existing file is not overwritten).
+    ``registered``: the tool names registered now (a note is added for a missing one; ``None``:
+    not checked)."""
+    notes: list[str] = []
+    trace = _load(run_or_trace, notes)
+    builder = _Builder(trace, registered)
+    builder.notes.extend(notes)
+    root = trace.root
+    if root.kind != "run":
+        raise ConfigurationError("expand_trace: the trace's root is not a recorded agent run")
+    data = json.dumps(trace.to_dict(), ensure_ascii=False, default=str)
+    builder.code(
+        "import json\n\nimport kode_nb\n\n"
+        f"# the recorded run ({trace.schema}, trace {trace.trace_id})\n"
+        f'TRACE = json.loads(r"""{data}""")\nexecutor = kode_nb.Executor()',
+        root, "setup",
+    )  # fmt: skip
+    for note in notes:
+        builder.markdown(f"> **Note:** {note}", root, "note")
+    builder.run(root, 2, "")
+    builder.markdown(f"## Replay `{root.name}`", root, "replay_heading")
+    builder.code(
+        "replayed = await kode_nb.replay(TRACE)  # offline: the model answers from the trace\n"
+        "print(replayed.output)",
+        root, "replay", output=None,
+    )  # fmt: skip
+    expansion = Expansion(cells=builder.cells, notes=builder.notes)
+    if path is not None:
+        target = Path(path)
+        if target.suffix != ".ipynb":
+            raise ConfigurationError(f"expand_trace: path must end in .ipynb, got {str(target)!r}")
+        if target.exists():
+            raise ConfigurationError(f"expand_trace: {target} exists; choose another path")
+        target.write_text(json.dumps(expansion.notebook(), indent=1, ensure_ascii=False) + "\n")
+        expansion.path = target
+    return expansion

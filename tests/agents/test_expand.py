@@ -1,0 +1,116 @@
+"""expand_trace: a recorded run as notebook cells — collapsed headings, one code cell per tool
+call with the recorded result as output, nested subagent runs, a replay cell — and notes for
+what cannot be reproduced (newer format, unregistered tool, missing nested run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+import kode_nb
+from kode_nb import ConfigurationError, ToolRegistry, define_tool
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
+from kode_nb.models import ScriptedModel
+from kode_nb.models.scripted import Turn, call
+
+pytestmark = pytest.mark.anyio
+
+
+class Question(BaseModel):
+    objective: str
+
+
+@pytest.fixture
+def add(registry: ToolRegistry) -> ToolRegistry:
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    define_tool(add, inline=True)
+    register_subagent(AgentDefinition(
+        name="helper", description="Adds.", system_prompt="Work on {objective}",
+        input_model=Question, tools=["add"],
+        model=ScriptedModel([call("add", a=1, b=1), "two"]),
+    ))  # fmt: skip
+    return registry
+
+
+async def nested_run() -> kode_nb.AgentRunResult:
+    model = ScriptedModel([
+        Turn(text="Let me ask.", calls=[call("helper", objective="1+1")]),
+        call("add", a=2, b=2),
+        "Two, then four.",
+    ])  # fmt: skip
+    return await Agent(model=model, tools=["helper", "add"]).run("ask and add")
+
+
+def sources(cells: list[dict[str, object]], kind: str) -> list[str]:
+    return [str(c["source"]) for c in cells if c["cell_type"] == kind]
+
+
+async def test_cells_follow_the_run_with_collapsed_headings(add: ToolRegistry) -> None:
+    result = await nested_run()
+    expansion = kode_nb.expand_trace(result, registered=set(add.names()))
+    assert expansion.notes == []
+    cells = expansion.cells
+    headings = [s.splitlines()[0] for s in sources(cells, "markdown") if s.startswith("#")]
+    assert headings == [
+        "## Run `main` — completed", "### Turn 1 — 1 tool call(s): helper",
+        "#### Run `main > helper` — completed", "##### Turn 1 — 1 tool call(s): add",
+        "##### Turn 2 — answer", "### Turn 2 — 1 tool call(s): add", "### Turn 3 — answer",
+        "## Replay `main`",
+    ]  # fmt: skip
+    collapsed = [c for c in cells if c["metadata"].get("jp-MarkdownHeadingCollapsed")]
+    assert len(collapsed) == 7  # every heading but the replay one
+    assert all(c["metadata"]["heading_collapsed"] is True for c in collapsed)
+    assert all(c["metadata"]["kode_nb"]["trace_id"] == result.trace.trace_id for c in cells)
+    assert "**main** (model):\n\nLet me ask." in sources(cells, "markdown")
+    code = sources(cells, "code")
+    assert code[0].startswith("import json\n\nimport kode_nb")
+    assert "# `helper` is a subagent: calling it runs its model" in code[1]
+    assert '\n# result = await executor.call(\'helper\', {"objective": "1+1"})' in code[1]
+    assert 'result = await executor.call(\'add\', {"a": 1, "b": 1})' in code[2]
+    outputs = [c["outputs"][0]["data"]["text/plain"] for c in cells if c["cell_type"] == "code"
+               and c["outputs"]]  # fmt: skip
+    assert outputs == ["two", "2", "4"]
+    assert code[-1].startswith("replayed = await kode_nb.replay(TRACE)")
+
+
+async def test_missing_tools_subagents_and_newer_formats_get_notes(add: ToolRegistry) -> None:
+    data = (await nested_run()).trace.to_dict()
+    helper_call = data["root"]["children"][0]["children"][1]
+    helper_call["children"] = []  # the nested run is missing
+    data["schema"] = "kode_nb.trace/v3"
+    expansion = kode_nb.expand_trace(data, registered={"add"})
+    assert expansion.notes == [
+        "the trace is kode_nb.trace/v3, newer than this kode_nb reads (kode_nb.trace/v1, "
+        "kode_nb.trace/v2): cells were made from the fields it knows; update kode_nb to replay it",
+        f"tool `helper` (call {helper_call['attributes']['call_id']}) is not registered in this "
+        "kernel: its cell will get a not_found result; the replay cell uses the recorded results",
+        f"subagent `helper` (call {helper_call['attributes']['call_id']}) has no recorded nested "
+        "run in the trace: its turns cannot be shown or replayed",
+    ]
+    code = sources(expansion.cells, "code")
+    assert len(code) == 4  # setup, helper, add, replay: the rest is still made
+    with pytest.raises(ConfigurationError, match="replay takes an AgentRunResult"):
+        kode_nb.expand_trace([1, 2])
+
+
+async def test_written_notebook_is_valid_and_never_overwrites(
+    add: ToolRegistry, tmp_path: Path
+) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    result = await nested_run()
+    target = tmp_path / "run.ipynb"
+    expansion = kode_nb.expand_trace(result, path=target)
+    assert expansion.path == target
+    nb = nbformat.read(target, as_version=4)
+    nbformat.validate(nb)
+    assert json.loads(target.read_text())["cells"] == expansion.cells
+    with pytest.raises(ConfigurationError, match="exists; choose another path"):
+        kode_nb.expand_trace(result, path=target)
+    with pytest.raises(ConfigurationError, match=r"must end in \.ipynb"):
+        kode_nb.expand_trace(result, path=tmp_path / "run.txt")
