@@ -376,3 +376,34 @@ def test_every_profile_has_a_payload_test() -> None:
 async def _replay(events: list[Any]) -> Any:
     for event in events:
         yield event
+
+
+# Recorded from a real llama-cpp-python 0.3.36 server (`--chat_format chatml-function-calling`,
+# Gemma 3 270M Q4_K_M) on 127.0.0.1: the same quirks, byte for byte as the server sent them.
+
+
+async def test_recorded_llama_cpp_python_stream_with_tools_is_retried_unstreamed() -> None:
+    server = MockServer(
+        sse("llamacpppython_recorded_stream_tools_empty.txt"),
+        json_reply("llamacpppython_recorded_tool_call.json"),
+    )
+    async with server.client() as client:
+        model = local(server, client, "http://127.0.0.1:8000/v1")
+        response = await collect(_replay([e async for e in model.stream(request())]))
+    assert [server.body(0)["stream"], server.body(1)["stream"]] == [True, False]
+    assert server.body(0)["tool_choice"] == "auto"
+    (call,) = response.tool_calls
+    assert call.name == "get_weather"  # from tool_calls, not the legacy function_call (name "")
+    assert json.loads(call.arguments) == {"city": "Paris"}
+    assert response.usage == UsageInfo(input_tokens=44, output_tokens=9)
+
+
+async def test_recorded_llama_cpp_python_stream_has_no_usage() -> None:
+    """Asked for usage (stream_options.include_usage), its stream sends none: unknown, not 0."""
+    server = MockServer(sse("llamacpppython_recorded_text_stream.txt"))
+    async with server.client() as client:
+        model = local(server, client, "http://127.0.0.1:8000/v1")
+        response = await collect(model.stream(request(tools=())))
+    assert response.text == "Say hello in four words."
+    assert response.usage.input_tokens is None
+    assert response.usage.output_tokens is None
