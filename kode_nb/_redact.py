@@ -182,9 +182,28 @@ def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     first)."""
     found = environment_secrets(environ)
     registered = _registered_sorted
-    if not registered:
-        return found
-    return sorted(set(found).union(registered), key=len, reverse=True)
+    secrets = (
+        found if not registered else sorted(set(found).union(registered), key=len, reverse=True)
+    )
+    return _current(secrets)
+
+
+# Redacted short strings, for the secrets they were redacted against: a trace stores the same
+# schema and message strings at every model call. The cache belongs to one list of secrets (the
+# very object ``known_secrets()`` returns while the secrets stay the same), and the pair is read
+# and replaced as one reference, so no thread ever uses results made for other secrets.
+_cache: tuple[list[str], dict[str, str]] = ([], {})
+_CACHE_ENTRIES = 8192
+_CACHE_CHARS = 256
+
+
+def _current(secrets: list[str]) -> list[str]:
+    global _cache
+    cached_for = _cache[0]
+    if secrets == cached_for:
+        return cached_for
+    _cache = (secrets, {})
+    return secrets
 
 
 def _sub_patterns(text: str) -> str:
@@ -200,7 +219,28 @@ def _sub_patterns(text: str) -> str:
     return text
 
 
+_SHORTEST = 6
+"""No secret fits in fewer characters: a known value has at least 6 (an environment variable's;
+8 for :func:`register_secret`), and every pattern above needs more (``sk-`` + 8, ``a://b:c@``,
+``"auth":"x"``, ...)."""
+
+
 def _redact_str(text: str, secrets: list[str]) -> str:
+    if len(text) < _SHORTEST:  # most keys and values of a JSON schema or a message: unchanged
+        return text
+    cached_for, cache = _cache
+    if len(text) > _CACHE_CHARS or secrets is not cached_for:
+        return _redact_uncached(text, secrets)
+    done = cache.get(text)
+    if done is None:
+        done = _redact_uncached(text, secrets)
+        if len(cache) >= _CACHE_ENTRIES:
+            cache.clear()
+        cache[text] = done
+    return done
+
+
+def _redact_uncached(text: str, secrets: list[str]) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
