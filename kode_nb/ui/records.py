@@ -38,6 +38,7 @@ __all__ = [
     "call_record",
     "call_status",
     "card_record",
+    "finished_call_record",
     "run_record",
     "table_record",
     "trace_record",
@@ -161,6 +162,16 @@ def call_record(
     }
     data = redact(data)  # arguments, streamed text, results: never a secret in a saved notebook
     return Record("call", data, RH.call_html(data), RH.call_text(data))
+
+
+def finished_call_record(view: Any) -> Record:
+    """The record of a call view (the widget one or the static one) once its call finished."""
+    if view.result is None:
+        raise RuntimeError(f"the call {view.call_id} has not finished")
+    return call_record(
+        tool=view.tool, kind=view.kind, call_id=view.call_id, arguments=view.arguments,
+        result=view.result, approval=view.approval, stream=view.text, updates=view.updates,
+    )  # fmt: skip
 
 
 # --------------------------------------------------------------------------- runs

@@ -25,7 +25,7 @@ from kode_nb.ui.html import (
     clip_head,
     fmt_duration,
 )
-from kode_nb.ui.records import Record, approval_of, call_record
+from kode_nb.ui.records import Record, approval_of, finished_call_record
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -137,12 +137,7 @@ class StaticCallView:
 
     def record(self) -> Record:
         """The static record of the finished call (raises while it runs)."""
-        if self.result is None:
-            raise RuntimeError(f"the call {self.call_id} has not finished")
-        return call_record(
-            tool=self.tool, kind=self.kind, call_id=self.call_id, arguments=self.arguments,
-            result=self.result, approval=self.approval, stream=self.text, updates=self.updates,
-        )  # fmt: skip
+        return finished_call_record(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         if self.result is not None:
