@@ -125,3 +125,19 @@ def test_environment_secrets_follow_added_changed_and_removed_variables(
     monkeypatch.delenv("LATE_API_KEY")
     assert "second-secret-value" not in environment_secrets()
     assert redact_text("x second-secret-value") == "x second-secret-value"
+
+
+def test_the_shortest_environment_secret_is_still_redacted() -> None:
+    """Strings shorter than any secret skip the work; a 6-character one is not that short."""
+    environ = {"SHOP_TOKEN": "q7w9e2"}
+    assert redact_text("pay with q7w9e2", environ=environ) == "pay with [REDACTED]"
+    assert redact_text("q7w9e2", environ=environ) == "[REDACTED]"
+
+
+def test_a_cached_string_is_redacted_again_once_it_holds_a_new_secret() -> None:
+    from kode_nb._redact import register_secret
+
+    text = "note: zq8-late-secret-77"
+    assert redact_text(text, environ={}) == text  # cached as clean for these secrets
+    register_secret("zq8-late-secret-77")
+    assert redact_text(text, environ={}) == "note: [REDACTED]"
