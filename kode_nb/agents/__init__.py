@@ -12,6 +12,8 @@
 * :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
   tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
 * :func:`expand_trace` — a recorded run as notebook cells that reproduce it (:mod:`._expand`).
+* :func:`known_trace` / :func:`remember_trace` — the traces this process knows by id (every
+  finished run's; :mod:`._known`).
 
 Nothing here imports Jupyter.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 from kode_nb._redact import REDACTED, redact, redact_text
 from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
 from kode_nb.agents._expand import Expansion, expand_trace
+from kode_nb.agents._known import known_trace, remember_trace
 from kode_nb.agents._replay import Replay, replay
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
@@ -73,12 +76,14 @@ __all__ = [
     "TurnStarted",
     "compress_context",
     "expand_trace",
+    "known_trace",
     "estimate_tokens",
     "price_for",
     "prices",
     "redact",
     "redact_text",
     "register_subagent",
+    "remember_trace",
     "replay",
     "resolve_tools",
     "set_price",

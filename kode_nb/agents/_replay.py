@@ -90,11 +90,16 @@ def _jsonable(value: Any) -> Any:
 
 
 def load_trace(trace_or_run: Any) -> Trace:
-    """A :class:`Trace` from a trace, its JSON dict or text, or a result that has ``.trace``."""
+    """A :class:`Trace` from a trace, its JSON dict or text, a result that has ``.trace``, or the
+    ``trace_id`` of a trace this process knows (``kode_nb/agents/_known.py``)."""
     if isinstance(trace_or_run, Trace):
         return trace_or_run
     if isinstance(getattr(trace_or_run, "trace", None), Trace):
         return trace_or_run.trace  # type: ignore[no-any-return]
+    if isinstance(trace_or_run, str) and not trace_or_run.lstrip().startswith("{"):
+        from kode_nb.agents._known import known_trace
+
+        return known_trace(trace_or_run.strip())
     if isinstance(trace_or_run, str):
         try:
             trace_or_run = json.loads(trace_or_run)

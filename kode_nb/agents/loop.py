@@ -41,6 +41,7 @@ from pydantic import BaseModel
 from kode_nb.agents import output as out
 from kode_nb.agents._answers import answer_warning, reask_prompt
 from kode_nb.agents._cost import rollup
+from kode_nb.agents._known import remember_trace
 from kode_nb.agents._model import model_turn, time_up
 from kode_nb.agents._run import CURRENT_RUN, RunState
 from kode_nb.agents._tools import run_tool_calls, unique_call_ids
@@ -389,6 +390,7 @@ class Agent:
             warnings=tuple(st.warnings), cost=totals["cost"],
         )  # fmt: skip
         self.last_result = result
+        remember_trace(st.trace)
         st.emit(RunFinished, status=st.status, result=result)
         return result
 

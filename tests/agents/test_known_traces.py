@@ -1,0 +1,51 @@
+"""The traces a process knows by id (kode_nb/agents/_known.py): finished runs are kept, a
+front end's JSON can be handed over, ids and unique prefixes resolve, the table is bounded."""
+
+from __future__ import annotations
+
+import pytest
+
+from kode_nb.agents import Agent, _known, known_trace, remember_trace
+from kode_nb.agents._replay import load_trace
+from kode_nb.errors import ConfigurationError
+from kode_nb.models import ScriptedModel
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_finished_run_is_known_by_its_trace_id() -> None:
+    agent = Agent("kept", model=ScriptedModel(["the answer"]), tools=[])
+    result = await agent.run("question")
+    assert known_trace(result.trace.trace_id) is result.trace
+    assert known_trace(result.trace.trace_id[:8]) is result.trace
+    assert load_trace(result.trace.trace_id) is result.trace
+
+
+async def test_handed_over_json_is_known_and_replaces_nothing_else() -> None:
+    agent = Agent("json", model=ScriptedModel(["done"]), tools=[])
+    result = await agent.run("q")
+    data = result.trace.to_dict()
+    data["trace_id"] = "f" * 32
+    trace = remember_trace(data)
+    assert known_trace("f" * 32) is trace
+    assert trace.root.attributes["prompt"] == "q"
+    assert known_trace(result.trace.trace_id) is result.trace
+
+
+def test_an_unknown_id_names_what_to_do() -> None:
+    with pytest.raises(ConfigurationError, match=r"no trace 'nope-nope' in this kernel.*JSON"):
+        known_trace("nope-nope")
+
+
+def test_bad_json_is_a_clear_error() -> None:
+    with pytest.raises(ConfigurationError, match="not a usable kode_nb trace"):
+        remember_trace({"schema": "kode_nb.trace/v2"})
+
+
+async def test_the_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_known, "LIMIT", 3)
+    agent = Agent("many", model=ScriptedModel(["a", "b", "c", "d"]), tools=[])
+    ids = [(await agent.run(f"q{i}")).trace.trace_id for i in range(4)]
+    with pytest.raises(ConfigurationError):
+        known_trace(ids[0])
+    assert [known_trace(i).trace_id for i in ids[1:]] == ids[1:]
