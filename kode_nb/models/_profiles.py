@@ -6,6 +6,10 @@ ports); ``OpenAIChatModel(profile="...")`` names one explicitly. An unknown serv
 ``""`` (not ``null``) as the content of an assistant message that only calls tools, and a
 streamed request that comes back empty retried once without streaming. ``docs/MODEL-SERVERS.md``
 lists each quirk with its source.
+
+A ``generic`` server is identified once, before the first request that carries tool results (the
+first request where the kind of server changes what is sent): :func:`profile_from_models` reads its
+``GET /models`` answer (llama-cpp-python lists its models as ``owned_by: "me"``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from urllib.parse import urlsplit
 
 from kode_nb.errors import ConfigurationError
 
-__all__ = ["PROFILES", "ServerProfile", "detect_profile", "get_profile"]
+__all__ = ["PROFILES", "ServerProfile", "detect_profile", "get_profile", "profile_from_models"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,9 @@ class ServerProfile:
     """Sent as the ``api-version`` query parameter (Azure)."""
     parallel_tool_calls: bool = True
     """The server accepts the ``parallel_tool_calls`` field."""
+    tool_results_as_user: bool = False
+    """Send tool results as a ``user`` message naming each call, not as ``tool`` messages (the
+    server's prompt template drops ``tool`` messages, so the model would never see a result)."""
 
 
 PROFILES: dict[str, ServerProfile] = {
@@ -76,6 +83,7 @@ PROFILES: dict[str, ServerProfile] = {
             "llama-cpp-python server",
             stream_tools=False,
             tool_choices=frozenset({"auto", "none", "named"}),
+            tool_results_as_user=True,
         ),
         ServerProfile("lmstudio", "LM Studio"),
         ServerProfile("openrouter", "OpenRouter", api_key_env="OPENROUTER_API_KEY"),
@@ -99,6 +107,24 @@ _HOSTS = (
 )
 _PORTS = {11434: "ollama", 1234: "lmstudio", 8080: "llama-server"}
 """Default ports; vLLM and llama-cpp-python share 8000, so that port says nothing."""
+
+
+_OWNERS = {"me": "llama-cpp-python", "llamacpp": "llama-server", "vllm": "vllm"}
+"""``owned_by`` of the models a server lists at ``GET /models`` -> its profile (each server's own
+source sets these; docs/MODEL-SERVERS.md)."""
+
+
+def profile_from_models(payload: object) -> ServerProfile | None:
+    """The profile a ``GET /models`` answer identifies (every listed model owned by the same
+    well-known owner), else ``None``."""
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, list) or not data:
+        return None
+    owners = {m.get("owned_by") if isinstance(m, dict) else None for m in data}
+    if len(owners) != 1:
+        return None
+    name = _OWNERS.get(str(owners.pop()))
+    return PROFILES[name] if name else None
 
 
 def get_profile(name: str) -> ServerProfile:

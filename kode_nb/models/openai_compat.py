@@ -4,7 +4,9 @@ Neutral messages become Chat Completions messages: the system prompt a ``system`
 assistant tool calls ``tool_calls`` entries (``function.name``/``function.arguments``), tool results
 ``role: "tool"`` messages with their ``tool_call_id``. Tool messages carry text only, so an image
 in a tool result becomes a placeholder there and, when ``supports_images`` is true, is attached
-in a ``user`` message (``image_url`` data URI) after the turn's tool messages.
+in a ``user`` message (``image_url`` data URI) after the turn's tool messages. For a server whose
+template drops ``tool`` messages (``ServerProfile.tool_results_as_user``: llama-cpp-python) a
+turn's results go in one ``user`` message instead, each under ``Result of NAME (call ID):``.
 
 The stream (``stream: true`` with ``stream_options.include_usage``) is ``data: {chunk}`` events
 ending with ``data: [DONE]``: text from ``choices[0].delta.content``; tool calls assembled per
@@ -34,6 +36,7 @@ own schema) before the call is handed on: defaults apply, a nullable argument ke
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -46,7 +49,12 @@ import httpx
 from kode_nb.errors import ConfigurationError
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
-from kode_nb.models._profiles import detect_profile, get_profile
+from kode_nb.models._profiles import (
+    ServerProfile,
+    detect_profile,
+    get_profile,
+    profile_from_models,
+)
 from kode_nb.models.base import (
     TOOL_CHOICES,
     AssistantMessage,
@@ -72,6 +80,9 @@ __all__ = ["OpenAIChatModel", "openai_messages", "openai_tools"]
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 logger = logging.getLogger("kode_nb.models")
+
+IDENTIFY_TIMEOUT = 3.0
+"""Seconds a ``generic`` server has to answer ``GET /models`` (see :meth:`OpenAIChatModel._identify`)."""
 
 _STOP_REASONS = {
     "stop": "end_turn",
@@ -137,14 +148,8 @@ class OpenAIChatModel(HttpModel):
             retry_max_delay=retry_max_delay,
             name=name,
         )
-        self.profile = found
-        """The server profile in use (detected from ``base_url`` unless given)."""
         self.supports_images = supports_images
         """Send images as ``image_url`` parts (else as text placeholders)."""
-        self.max_tokens_field = max_tokens_field or found.max_tokens_field
-        """``max_completion_tokens`` (OpenAI) or ``max_tokens`` (most compatible servers)."""
-        self.stream_usage = found.stream_usage if stream_usage is None else stream_usage
-        """Ask for usage in the final chunk (``stream_options.include_usage``)."""
         self.parallel_tool_calls = parallel_tool_calls
         """Sent as ``parallel_tool_calls`` when not ``None`` (and tools are offered)."""
         self.extra_body = dict(extra_body or {})
@@ -153,8 +158,6 @@ class OpenAIChatModel(HttpModel):
             raise ConfigurationError(
                 f"{self.name}: strict must be True, False or None, got {strict!r}"
             )
-        self.strict = found.strict if strict is None else strict
-        """Offer tools in OpenAI strict mode where their schema allows (see the module docstring)."""
         if tool_choice is not None:
             tool_choice = check_tool_choice(tool_choice, self.name)
         self.tool_choice = tool_choice
@@ -163,7 +166,27 @@ class OpenAIChatModel(HttpModel):
             raise ConfigurationError(f"{self.name}: stream must be True or False, got {stream!r}")
         self.stream_answers = stream
         """Ask for streamed answers (``False``: whole JSON answers)."""
-        self.api_version = api_version or found.api_version
+        self._given_max_tokens_field = max_tokens_field
+        self._given_stream_usage = stream_usage
+        self._given_strict = strict
+        self._given_api_version = api_version
+        self.identified = profile is not None or found.name != "generic"
+        """The kind of server is known (named, detected from the URL, or identified by its
+        ``GET /models`` answer before the first request with tool results)."""
+        self._use_profile(found)
+
+    def _use_profile(self, found: ServerProfile) -> None:
+        """Take ``found``'s defaults for every setting not given to the constructor."""
+        self.profile = found
+        """The server profile in use (detected from ``base_url`` unless given)."""
+        self.max_tokens_field = self._given_max_tokens_field or found.max_tokens_field
+        """``max_completion_tokens`` (OpenAI) or ``max_tokens`` (most compatible servers)."""
+        stream_usage = self._given_stream_usage
+        self.stream_usage = found.stream_usage if stream_usage is None else stream_usage
+        """Ask for usage in the final chunk (``stream_options.include_usage``)."""
+        self.strict = found.strict if self._given_strict is None else self._given_strict
+        """Offer tools in OpenAI strict mode where their schema allows (see the module docstring)."""
+        self.api_version = self._given_api_version or found.api_version
         """Sent as the ``api-version`` query parameter (Azure)."""
         self.no_stream_with_tools = not found.stream_tools
         """Requests offering tools go unstreamed (the profile says so, or the server answered a
@@ -217,7 +240,11 @@ class OpenAIChatModel(HttpModel):
         streamed = self.wants_stream(request) if stream is None else stream
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": openai_messages(request, images=self.supports_images),
+            "messages": openai_messages(
+                request,
+                images=self.supports_images,
+                results_as_user=self.profile.tool_results_as_user,
+            ),
             "stream": streamed,
         }
         if streamed and self.stream_usage:
@@ -248,6 +275,10 @@ class OpenAIChatModel(HttpModel):
                 headers["Authorization"] = f"Bearer {key}"
             else:
                 headers[self.profile.api_key_header] = key
+        if not self.identified and any(isinstance(m, ToolResultMessage) for m in request.messages):
+            notice = await self._identify(headers)
+            if notice:
+                yield Notice(text=notice)
         if request.tools:
             _, notice = self._tool_choice(request)
             if notice:
@@ -283,6 +314,35 @@ class OpenAIChatModel(HttpModel):
             yield part
         yield state.usage  # None counts when the server sent none: shown as unknown, never 0
         yield Finish(stop_reason=state.stop_reason())
+
+    async def _identify(self, headers: Mapping[str, str]) -> str | None:
+        """Ask a ``generic`` server what it is (``GET /models``, once, at most
+        :data:`IDENTIFY_TIMEOUT` seconds); any failure leaves it ``generic``. Returns the notice
+        for the trace when that changes what is sent."""
+        self.identified = True
+        client = self.http_client or httpx.AsyncClient()
+        try:
+            response = await asyncio.wait_for(
+                client.get(
+                    self.base_url + "/models", headers=dict(headers), timeout=IDENTIFY_TIMEOUT
+                ),
+                IDENTIFY_TIMEOUT,
+            )
+            found = profile_from_models(response.json()) if response.status_code == 200 else None
+        except Exception as exc:  # whatever the server does, it stays generic
+            logger.debug("%s: GET /models did not identify the server: %r", self.name, exc)
+            found = None
+        finally:
+            if self.http_client is None:
+                await client.aclose()
+        if found is None:
+            return None
+        self._use_profile(found)
+        note = f"the server is a {found.title} (from its GET /models answer)"
+        if found.tool_results_as_user:
+            note += ("; its prompt template drops tool messages, so tool results are sent as a "
+                     "user message naming each call")  # fmt: skip
+        return note
 
     async def _exchange(
         self,
@@ -505,26 +565,43 @@ def _drop_strict_nulls(schema: dict[str, Any], arguments: str) -> str:
     return arguments if cleaned == parsed else json.dumps(cleaned, ensure_ascii=False)
 
 
-def openai_messages(request: ModelRequest, *, images: bool = True) -> list[dict[str, Any]]:
-    """The system prompt and neutral messages as Chat Completions messages."""
+def openai_messages(
+    request: ModelRequest, *, images: bool = True, results_as_user: bool = False
+) -> list[dict[str, Any]]:
+    """The system prompt and neutral messages as Chat Completions messages.
+
+    ``results_as_user``: a turn's tool results go in one ``user`` message, each under a line
+    naming its call (for servers whose template drops ``tool`` messages)."""
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
     pending_images: list[dict[str, Any]] = []
-    for message in request.messages:
-        if not isinstance(message, ToolResultMessage) and pending_images:
+    results: list[str] = []
+
+    def flush() -> None:
+        nonlocal pending_images
+        if results:
+            out.append({"role": "user", "content": "\n\n".join(results)})
+            results.clear()
+        if pending_images:
             out.append({"role": "user", "content": pending_images})
             pending_images = []
+
+    for message in request.messages:
+        if not isinstance(message, ToolResultMessage):
+            flush()
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.content})
         elif isinstance(message, AssistantMessage):
             out.append(_assistant(message))
         else:
             text, attached = _tool_result(message, images)
-            out.append({"role": "tool", "tool_call_id": message.call_id, "content": text})
+            if results_as_user:
+                results.append(f"Result of {message.name} (call {message.call_id}):\n{text}")
+            else:
+                out.append({"role": "tool", "tool_call_id": message.call_id, "content": text})
             pending_images.extend(attached)
-    if pending_images:
-        out.append({"role": "user", "content": pending_images})
+    flush()
     return out
 
 

@@ -144,12 +144,18 @@ async def test_test_model_quoted_strings_and_fallbacks(tools: ToolRegistry) -> N
 class LlamaCppPythonDouble:
     """Answers like llama-cpp-python 0.3.x's server with chatml-function-calling, from recorded
     payloads: tools without tool_choice are dropped, stream + "auto" gets an empty 200, a null
-    content gets HTTP 500, no usage in streams."""
+    content gets HTTP 500, no usage in streams, ``GET /models`` lists models ``owned_by: "me"``,
+    and ``tool`` messages never reach the model (its chatml-function-calling template renders
+    them as an empty turn), so a model that saw no result calls the tool again."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        self.listed = 0
 
     def handler(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path.endswith("/models"):
+            self.listed += 1
+            return _reply("llamacpppython_recorded_models.json", 200, "application/json")
         body = json.loads(request.content)
         self.bodies.append(body)
         if any(m.get("content") is None for m in body["messages"]):
@@ -157,7 +163,8 @@ class LlamaCppPythonDouble:
         if body.get("tools") and body.get("tool_choice") == "auto":
             if body.get("stream"):
                 return _reply("llamacpppython_stream_tools_empty.txt", 200, "text/event-stream")
-            if body["messages"][-1]["role"] == "tool":
+            seen = [m for m in body["messages"] if m["role"] != "tool"]  # what the template keeps
+            if seen[-1]["role"] == "user" and "Result of get_weather" in seen[-1]["content"]:
                 return _reply("llamacpppython_answer.json", 200, "application/json")
             return _reply("llamacpppython_tool_call.json", 200, "application/json")
         if body.get("stream"):
@@ -186,8 +193,17 @@ async def test_defaults_work_against_a_llama_cpp_python_server(tools: ToolRegist
     assistant = [m for m in double.bodies[2]["messages"] if m["role"] == "assistant"]
     assert assistant[0]["content"] == ""
     assert assistant[0]["tool_calls"][0]["function"]["name"] == "get_weather"
+    last = double.bodies[2]["messages"][-1]
+    assert last["role"] == "user"  # not "tool": this server's template would drop it
+    assert last["content"].startswith("Result of get_weather (call ")
+    assert "18 C and sunny in Paris" in last["content"]
+    assert double.listed == 1  # asked once what the server is, before the first tool result
+    assert repr(model).count("profile='llama-cpp-python'") == 1
     calls = [s for s in result.trace.spans() if s.kind == "model_call"]
     assert "retried once without streaming" in calls[0].attributes["notices"][0]
+    assert "a llama-cpp-python server (from its GET /models answer)" in " ".join(
+        calls[1].attributes["notices"]
+    )
     assert result.usage.input_tokens == 214 + 251
     assert second.ok
     assert double.bodies[3]["stream"] is False  # learned on the first run

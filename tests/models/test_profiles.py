@@ -407,3 +407,99 @@ async def test_recorded_llama_cpp_python_stream_has_no_usage() -> None:
     assert response.text == "Say hello in four words."
     assert response.usage.input_tokens is None
     assert response.usage.output_tokens is None
+
+
+# --------------------------------------------------------------------------- identifying a server
+
+RESULT_HISTORY = (
+    UserMessage(content="Weather in Paris?"),
+    AssistantMessage(
+        tool_calls=(
+            ToolCallRequest(id="c1", name="get_weather", arguments='{"city":"Paris"}'),
+            ToolCallRequest(id="c2", name="get_time", arguments='{"tz":"Europe/Paris"}'),
+        )
+    ),
+    ToolResultMessage(call_id="c1", name="get_weather", content=(TextBlock(text="18 C, sun"),)),
+    ToolResultMessage(call_id="c2", name="get_time", content=(TextBlock(text="12:00"),)),
+)
+
+
+def models_reply(owners: list[str]) -> httpx.Response:
+    listed = [{"id": f"m{i}", "object": "model", "owned_by": o} for i, o in enumerate(owners)]
+    return httpx.Response(200, json={"object": "list", "data": listed})
+
+
+async def test_a_generic_server_is_identified_before_the_first_tool_result() -> None:
+    server = MockServer(
+        json_reply("llamacpppython_recorded_models.json"),  # recorded: owned_by "me"
+        json_reply("llamacpppython_answer.json"),
+        json_reply("llamacpppython_answer.json"),
+    )
+    async with server.client() as client:
+        model = local(server, client, "http://127.0.0.1:8000/v1", stream=False)
+        assert model.profile.name == "generic"
+        response = await collect(model.stream(request(*RESULT_HISTORY, tools=(WEATHER, TIME))))
+        await collect(model.stream(request(*RESULT_HISTORY, tools=(WEATHER, TIME))))
+    probe, first, again = server.requests
+    assert (probe.method, probe.url.path) == ("GET", "/v1/models")
+    assert (first.method, again.method) == ("POST", "POST")  # asked once only
+    assert model.profile.name == "llama-cpp-python"
+    messages = server.body(1)["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[3]["content"] == (
+        "Result of get_weather (call c1):\n18 C, sun\n\nResult of get_time (call c2):\n12:00"
+    )
+    assert "tool_choice" in server.body(1)  # "auto" is honoured by this server
+    assert response.notices[0].startswith("the server is a llama-cpp-python server")
+    assert "tool results are sent as a user message" in response.notices[0]
+
+
+async def test_no_probe_before_a_request_without_tool_results() -> None:
+    server = MockServer(json_reply("llamacpppython_answer.json"))
+    async with server.client() as client:
+        model = local(server, client, "http://127.0.0.1:8000/v1", stream=False)
+        await collect(model.stream(request()))
+    assert [r.method for r in server.requests] == ["POST"]
+    assert not model.identified
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        httpx.Response(404, json={"detail": "Not Found"}),
+        httpx.Response(200, content=b"<html>not json</html>"),
+        models_reply(["me", "vllm"]),  # mixed owners say nothing
+        models_reply(["openai"]),
+        httpx.ConnectError("refused"),
+    ],
+)
+async def test_a_server_that_says_nothing_stays_generic(listing: Any) -> None:
+    server = MockServer(listing, json_reply("llamacpppython_answer.json"))
+    async with server.client() as client:
+        model = local(server, client, "http://127.0.0.1:8000/v1", stream=False)
+        response = await collect(model.stream(request(*RESULT_HISTORY)))
+    assert model.profile.name == "generic"
+    assert model.identified
+    roles = [m["role"] for m in server.body(-1)["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "tool"]
+    assert response.notices == ()
+    assert response.text == "It is 18 degrees and sunny in Paris."
+
+
+async def test_identification_keeps_what_the_user_set() -> None:
+    server = MockServer(models_reply(["vllm"]), json_reply("llamacpppython_answer.json"))
+    async with server.client() as client:
+        model = local(server, client, "http://127.0.0.1:9999/v1", stream=False, max_tokens_field="max_completion_tokens")  # fmt: skip
+        await collect(model.stream(request(*RESULT_HISTORY, max_tokens=20)))
+    assert model.profile.name == "vllm"
+    assert server.body(-1)["max_completion_tokens"] == 20
+
+
+async def test_a_named_or_detected_profile_is_never_probed() -> None:
+    for url, profile in (("http://127.0.0.1:8000/v1", "vllm"), ("http://localhost:11434/v1", None)):
+        server = MockServer(json_reply("llamacpppython_answer.json"))
+        async with server.client() as client:
+            model = local(server, client, url, stream=False, profile=profile)
+            await collect(model.stream(request(*RESULT_HISTORY)))
+        assert [r.method for r in server.requests] == ["POST"]
+        assert server.body()["messages"][-1]["role"] == "tool"
