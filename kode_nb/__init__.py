@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
     "expand_trace": "kode_nb.agents",
+    "fork": "kode_nb.agents",
     "prices": "kode_nb.agents",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
@@ -116,6 +117,7 @@ __all__ = [
     "define_tool",
     "deny",
     "expand_trace",
+    "fork",
     "prices",
     "register_secret",
     "register_subagent",
@@ -134,6 +136,9 @@ if TYPE_CHECKING:
     )
     from kode_nb.agents import (
         expand_trace as expand_trace,
+    )
+    from kode_nb.agents import (
+        fork as fork,
     )
     from kode_nb.agents import (
         prices as prices,
