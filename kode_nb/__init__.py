@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
+    "diverge": "kode_nb.agents",
     "expand_trace": "kode_nb.agents",
     "fork": "kode_nb.agents",
     "prices": "kode_nb.agents",
@@ -116,6 +117,7 @@ __all__ = [
     "default_registry",
     "define_tool",
     "deny",
+    "diverge",
     "expand_trace",
     "fork",
     "prices",
@@ -133,6 +135,9 @@ __all__ = [
 if TYPE_CHECKING:
     from kode_nb._redact import (
         register_secret as register_secret,
+    )
+    from kode_nb.agents import (
+        diverge as diverge,
     )
     from kode_nb.agents import (
         expand_trace as expand_trace,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
 from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
+from kode_nb.agents._diverge import Divergence, diverge
 from kode_nb.agents._expand import Expansion, expand_trace
 from kode_nb.agents._fork import ForkPoint, fork
 from kode_nb.agents._known import known_trace, remember_trace
@@ -60,6 +61,7 @@ __all__ = [
     "AgentEvent",
     "AgentRunResult",
     "CompressContext",
+    "Divergence",
     "EventCallback",
     "Expansion",
     "ForkPoint",
@@ -81,6 +83,7 @@ __all__ = [
     "Trace",
     "TurnStarted",
     "compress_context",
+    "diverge",
     "expand_trace",
     "fork",
     "known_trace",
