@@ -244,11 +244,10 @@ def trace_record(trace: Trace) -> Record:
 
 def divergence_record(divergence: Divergence) -> Record:
     """The record of :func:`kode_nb.diverge`'s answer (``kode_nb.divergence/v1``): where two
-    runs first differ, both side by side; the HTML is the divergence's own."""
-    from kode_nb.agents._diverge_view import divergence_html, divergence_text
-
-    data = _jsonable(divergence.to_dict())
-    return Record("divergence", data, divergence_html(data), divergence_text(data))
+    runs first differ, both side by side; the HTML and text are the divergence's own."""
+    bundle = divergence._repr_mimebundle_()
+    data = _jsonable(bundle[f"{MIME_PREFIX}divergence+json"])
+    return Record("divergence", data, bundle["text/html"], bundle["text/plain"])
 
 
 # --------------------------------------------------------------------------- tools
