@@ -36,6 +36,7 @@ is refused (fork the run at the subagent's tool call instead).
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -313,9 +314,10 @@ async def fork(
         config["system_prompt"] = change.system_prompt
     system = run.attributes.get("system_prompt")
     check = system if isinstance(system, str) and change.system_prompt is None else None
+    ids = _CallIds(str(run.attributes.get("run_id") or ""))
     log: list[ReplayDivergedError] = []
     replay = ReplayModel(calls, name=f"replay:{run.attributes.get('model', 'model')}",
-                         run=run.name, system=check, normalize=redact, log=log)  # fmt: skip
+                         run=run.name, system=check, normalize=ids.normalize, log=log)  # fmt: skip
     answers: dict[str, ToolResult] = {}
     for n, turn in enumerate(_turns(run), 1):
         for span in turn.children:
@@ -323,19 +325,52 @@ async def fork(
                 continue
             call_id = str(span.attributes.get("call_id", ""))
             if call_id != point.call_id:
-                answers[call_id] = _recorded(span)
+                answers[ids.forward(call_id)] = _recorded(span)
             elif change.result is not None:
-                answers[call_id] = _recorded(span, change.result, change.is_error)
+                answers[ids.forward(call_id)] = _recorded(span, change.result, change.is_error)
     forked = _ForkModel(replay, live, replayed)
     run_executor = _ForkExecutor(executor if executor is not None else Executor(), answers)
     try:
         agent = Agent(model=forked, executor=run_executor, **config)  # type: ignore[arg-type]
-        result = await agent.run(prompt, message_history=history)
+        result = await agent.run(prompt, message_history=history, run_id=ids.run_id)
     finally:
         run_executor.close()
     if log:
         raise log[0]
-    return _mark(result, trace, point, replayed, change, live)
+    return _mark(result, trace, point, replayed, change, live, ids)
+
+
+class _CallIds:
+    """The fork's run id, and the mapping between the call ids the loop makes up (for a model
+    that sends none or repeats one: ``call_<run_id>_<turn>_<n>``) in the parent and the fork."""
+
+    def __init__(self, parent_run_id: str) -> None:
+        self.run_id = f"run_{secrets.token_hex(6)}"
+        self._parent = f"call_{parent_run_id}_" if parent_run_id else None
+        self._fork = f"call_{self.run_id}_"
+
+    def forward(self, call_id: str) -> str:
+        if self._parent and call_id.startswith(self._parent):
+            return self._fork + call_id[len(self._parent) :]
+        return call_id
+
+    def back(self, call_id: str) -> str:
+        if self._parent and call_id.startswith(self._fork):
+            return self._parent + call_id[len(self._fork) :]
+        return call_id
+
+    def normalize(self, value: Any) -> Any:
+        """A request message as the parent's recording has it (redacted, ids mapped back)."""
+        value = redact(value)
+        if not isinstance(value, dict):
+            return value
+        if isinstance(value.get("call_id"), str):
+            value = {**value, "call_id": self.back(value["call_id"])}
+        if isinstance(value.get("tool_calls"), list):
+            value = {**value, "tool_calls": [
+                {**c, "id": self.back(str(c.get("id", "")))} if isinstance(c, dict) else c
+                for c in value["tool_calls"]]}  # fmt: skip
+        return value
 
 
 def _check_prompt_is_last(run: Span, point: ForkPoint, history_length: int) -> None:
@@ -354,7 +389,7 @@ def _check_prompt_is_last(run: Span, point: ForkPoint, history_length: int) -> N
 
 def _mark(
     result: AgentRunResult, parent: Trace, point: ForkPoint, replayed: int, change: _Edit,
-    live: Model,
+    live: Model, ids: _CallIds,
 ) -> AgentRunResult:  # fmt: skip
     """Mark the replayed spans, link the parent, and total the cost again."""
     root = result.trace.root
@@ -367,7 +402,7 @@ def _mark(
                 span.set(replayed=True, recorded_span_id=orig.span_id,
                          model=orig.attributes.get("model"), cost=orig.attributes.get("cost"))  # fmt: skip
             elif span.kind == "tool_call" and n <= replayed:
-                if span.attributes.get("call_id") == point.call_id:
+                if ids.back(str(span.attributes.get("call_id", ""))) == point.call_id:
                     span.set(edited=change.result is not None)
                 else:
                     span.set(replayed=True)

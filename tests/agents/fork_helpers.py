@@ -25,9 +25,11 @@ class Adder:
     with ``add``; then answers ``"It is <sum>."`` (prefixed ``"[<system>] "`` when the system
     prompt starts with ``!``, and by ``label`` when given). Counts requests."""
 
-    def __init__(self, name: str = "adder", label: str = "") -> None:
+    def __init__(self, name: str = "adder", label: str = "", *, blank_ids: bool = False) -> None:
         self.name = name
         self.label = label
+        self.blank_ids = blank_ids
+        """Send ``""`` as every call id (as some local models do): the loop makes ids up."""
         self.requests: list[ModelRequest] = []
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -45,7 +47,8 @@ class Adder:
         yield UsageInfo(input_tokens=100 * len(messages), output_tokens=10)
         if len(results) < len(numbers) - 1:
             arguments = json.dumps({"a": total, "b": numbers[len(results) + 1]})
-            yield ToolCallPart(id=f"call_{len(messages)}", name="add", arguments=arguments)
+            call_id = "" if self.blank_ids else f"call_{len(messages)}"
+            yield ToolCallPart(id=call_id, name="add", arguments=arguments)
             yield Finish(stop_reason="tool_calls")
             return
         system = f"[{request.system[1:]}] " if request.system.startswith("!") else ""

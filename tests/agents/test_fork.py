@@ -129,6 +129,23 @@ async def test_an_edited_tool_result_changes_the_answer(adds: list[tuple[int, in
     assert short.output == "It is -1."
 
 
+async def test_call_ids_the_loop_made_up_are_matched_in_the_fork(
+    adds: list[tuple[int, int]],
+) -> None:
+    model = Adder(blank_ids=True)
+    run = await original(model)
+    recorded = [s.attributes["call_id"] for s in spans(run, "tool_call")]
+    assert all(i.startswith(f"call_{run.run_id}_") for i in recorded)
+    forked = await kode_nb.fork(run, at=3)
+    assert forked.output == "It is 9."
+    assert len(model.requests) == 4
+    assert len(adds) == 2  # both recorded results were reused
+    edited = await kode_nb.fork(run, at=spans(run, "tool_call")[1].span_id, edit="50")
+    assert edited.output == "It is 50."
+    assert spans(edited, "tool_call")[1].attributes["edited"] is True
+    assert len(adds) == 2
+
+
 async def test_a_tool_call_forked_without_an_edit_runs_again(
     adds: list[tuple[int, int]],
 ) -> None:
