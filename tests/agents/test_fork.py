@@ -301,3 +301,40 @@ async def test_bad_input_is_refused_with_the_cause(adds: list[tuple[int, int]]) 
     del bare["root"]["children"][0]["children"][0]["attributes"]["response"]
     with pytest.raises(ConfigurationError, match="turn 1's model call has no recorded"):
         await kode_nb.fork(bare, at=2, model=Adder())
+
+
+async def test_a_subagent_call_forked_without_an_edit_runs_the_subagent_live(
+    registry: ToolRegistry,
+) -> None:
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    define_tool(add, inline=True)
+    made: list[ScriptedModel] = []
+
+    def helper_model() -> ScriptedModel:
+        made.append(ScriptedModel([call("add", a=20, b=len(made)), f"helper run {len(made)}"]))
+        return made[-1]
+
+    register_subagent(AgentDefinition(
+        name="helper", description="Adds.", system_prompt="Work on {objective}",
+        input_model=Question, tools=["add"], model=helper_model,
+    ))  # fmt: skip
+    model = ScriptedModel([
+        call("helper", objective="sum"),
+        lambda request: "Main saw: " + request.messages[-1].content[0].text,
+    ])  # fmt: skip
+    run = await Agent(model=model, tools=["helper"]).run("go")
+    assert run.output == "Main saw: helper run 1"
+    live = ScriptedModel([lambda request: "Fork saw: " + request.messages[-1].content[0].text])
+    helper_call = spans(run, "tool_call")[0]
+    forked = await kode_nb.fork(run, at=helper_call.span_id, edit=None, model=live)
+    assert forked.output == "Fork saw: helper run 2"
+    assert len(made) == 3  # one probed at registration, one per run of the subagent
+    assert len(live.requests) == 1  # the parent's turn 1 was replayed
+    again = spans(forked, "tool_call")[0]
+    nested = [c for c in again.children if c.kind == "run"]
+    assert [n.name for n in nested] == ["helper"]
+    assert "replayed" not in again.attributes
+    assert again.attributes["subtree_requests"] == 2
