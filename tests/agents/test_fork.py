@@ -338,3 +338,22 @@ async def test_a_subagent_call_forked_without_an_edit_runs_the_subagent_live(
     assert [n.name for n in nested] == ["helper"]
     assert "replayed" not in again.attributes
     assert again.attributes["subtree_requests"] == 2
+
+
+class Answer(BaseModel):
+    value: int
+
+
+async def test_structured_output_and_a_replay_s_trace(adds: list[tuple[int, int]]) -> None:
+    model = ScriptedModel([call("add", a=2, b=3), '{"value": 5}'])
+    run = await Agent(model=model, tools=["add"], output_model=Answer).run("2+3?")
+    assert run.output == Answer(value=5)
+    live = ScriptedModel(['{"value": 6}'])
+    forked = await kode_nb.fork(run, at=2, model=live, output_model=Answer)
+    assert forked.output == Answer(value=6)
+    assert live.requests[0].system == model.requests[0].system  # same output instructions
+    as_text = await kode_nb.fork(run, at=2, model=ScriptedModel(['{"value": 7}']))
+    assert as_text.output == '{"value": 7}'
+    replayed = await kode_nb.replay(run)
+    with pytest.raises(ConfigurationError, match="the run was a replay"):
+        await kode_nb.fork(replayed.result, at=1)
