@@ -236,7 +236,7 @@ class _ForkExecutor(Executor):
                    **options: Any) -> ToolResult:  # fmt: skip
         answer = self.answers.pop(call_id, None) if call_id else None
         if answer is not None:
-            return answer
+            return dataclasses.replace(answer, call_id=str(call_id))
         return await super().call(name, arguments, call_id=call_id, **options)
 
 
@@ -306,7 +306,7 @@ async def fork(
     if change.message is not None:
         _check_prompt_is_last(run, point, len(history))
         prompt = change.message
-        if calls:
+        if calls and len(calls[0]["messages"]) > len(history):
             first = [dict(m) for m in calls[0]["messages"]]
             first[len(history)] = {"role": "user", "content": redact(prompt)}
             calls[0]["messages"] = first

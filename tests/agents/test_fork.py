@@ -284,7 +284,7 @@ async def test_bad_input_is_refused_with_the_cause(adds: list[tuple[int, int]]) 
         ({"at": 2, "edit": {"message": 3}}, r"edit\['message'\] must be a string"),
         ({"at": call_span.span_id, "edit": {"is_error": True}}, r"needs edit\['result'\]"),
         ({"at": 2, "edit": {"system_prompt": "a"}, "system_prompt": "b"}, "give the system"),
-        ({"at": 2, "model": 3}, r"fork"),
+        ({"at": 2, "model": 3}, r"fork: model must be a model name .* got 3"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ConfigurationError, match=message):
