@@ -1,7 +1,8 @@
 """The static view of a :class:`~kode_nb.agents._diverge.Divergence` (its record data).
 
 ``text/html``: one semantic ``<table>`` (a column per branch, a row per turn, the first
-difference marked with "◆" and ``<mark>``, totals in ``<tfoot>``), no ``style=`` and no script,
+difference marked with "◆" and its differing part in ``<strong>``, then the totals), only the
+tags and attributes docs/RECORDS.md allows (no ``style=``, no script),
 so it reads the same after a sanitizer; ``text/plain``: the same, turn by turn. Costs print as
 dollars or ``unknown`` (never $0 for an unknown price); tokens likewise.
 """
@@ -80,7 +81,7 @@ def _cell(step: Mapping[str, Any] | None, mark: str | None) -> str:
     rows = []
     for what, text in _items(step):
         body = _e(text)
-        rows.append(f"<li><mark>{body}</mark></li>" if what == mark else f"<li>{body}</li>")
+        rows.append(f"<li><strong>◆ {body}</strong></li>" if what == mark else f"<li>{body}</li>")
     return f"<td><ul>{''.join(rows)}</ul></td>"
 
 
@@ -126,8 +127,8 @@ def divergence_html(data: Mapping[str, Any]) -> str:
             f"<li>{_e(b.get('label'))}: <code>{_e(_short(b.get('system_prompt', ''), 300))}</code></li></ul>"
         )
     parts.append(
-        '<table><thead><tr><th scope="col">turn</th>'
-        f'<th scope="col">{_e(_head(a))}</th><th scope="col">{_e(_head(b))}</th></tr></thead><tbody>'
+        "<table><thead><tr><th>turn</th>"
+        f"<th>{_e(_head(a))}</th><th>{_e(_head(b))}</th></tr></thead><tbody>"
     )
     xs, ys = _steps(a), _steps(b)
     count = max(len(xs), len(ys))
@@ -138,18 +139,16 @@ def divergence_html(data: Mapping[str, Any]) -> str:
         mark = str(what) if here else None
         label = f"◆ {n} <b>first difference: {_e(what)}</b>" if here else str(n)
         row = '<tr class="kode-nb-diverged">' if here else "<tr>"
-        parts.append(f'{row}<th scope="row">{label}</th>{_cell(x, mark)}{_cell(y, mark)}</tr>')
+        parts.append(f"{row}<th>{label}</th>{_cell(x, mark)}{_cell(y, mark)}</tr>")
     if count > MAX_TURNS:
-        parts.append(
-            f'<tr><th scope="row">…</th><td colspan="2">{count - MAX_TURNS} more turns</td></tr>'
-        )
+        more = f"{count - MAX_TURNS} more turns"
+        parts.append(f"<tr><th>…</th><td>{more}</td><td>{more}</td></tr>")
     ta, tb = _totals(a), _totals(b)
-    parts.append("</tbody><tfoot>")
     for name, i in (("outcome", 0), ("tokens", 1), ("cost", 2)):
         parts.append(
-            f'<tr><th scope="row">{name}</th><td>{_e(ta[i])}</td><td>{_e(tb[i])}</td></tr>'
+            f'<tr class="kode-nb-total"><th>{name}</th><td>{_e(ta[i])}</td><td>{_e(tb[i])}</td></tr>'
         )
-    parts.append("</tfoot></table></div>")
+    parts.append("</tbody></table></div>")
     return "".join(parts)
 
 

@@ -137,7 +137,7 @@ async def test_the_static_view_is_a_sanitizer_safe_side_by_side_table() -> None:
     parsed.feed(html)
     assert "style" not in parsed.attributes
     assert not parsed.tags & {"script", "style", "iframe"}
-    assert {"table", "thead", "tbody", "tfoot", "th", "td", "mark"} <= parsed.tags
+    assert {"table", "thead", "tbody", "th", "td", "strong"} <= parsed.tags
     header, *turns = parsed.rows[:4]
     assert header[0] == "turn"
     assert header[1].startswith("parent · main · completed")
@@ -145,8 +145,9 @@ async def test_the_static_view_is_a_sanitizer_safe_side_by_side_table() -> None:
     assert turns[0][0] == "1"
     assert "(replayed)" in turns[0][2]
     assert turns[1][0].startswith("◆ 2 first difference: model")
-    assert "model adder" in turns[1][1]
-    assert "model other" in turns[1][2]
+    assert "◆ model adder" in turns[1][1]  # the differing part is marked in both columns
+    assert "◆ model other" in turns[1][2]
+    assert "◆" not in turns[0][1]
     assert "<b>B</b>" not in html  # model text is escaped
     assert "&lt;b&gt;B&lt;/b&gt;: It is 9." in html
     cost_row = next(r for r in parsed.rows if r[0] == "cost")
