@@ -57,7 +57,9 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
+    "diverge": "kode_nb.agents",
     "expand_trace": "kode_nb.agents",
+    "fork": "kode_nb.agents",
     "prices": "kode_nb.agents",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
@@ -115,7 +117,9 @@ __all__ = [
     "default_registry",
     "define_tool",
     "deny",
+    "diverge",
     "expand_trace",
+    "fork",
     "prices",
     "register_secret",
     "register_subagent",
@@ -133,7 +137,13 @@ if TYPE_CHECKING:
         register_secret as register_secret,
     )
     from kode_nb.agents import (
+        diverge as diverge,
+    )
+    from kode_nb.agents import (
         expand_trace as expand_trace,
+    )
+    from kode_nb.agents import (
+        fork as fork,
     )
     from kode_nb.agents import (
         prices as prices,

@@ -1,7 +1,9 @@
 """The IPython extension: ``%load_ext kode_nb``, ``%reload_ext kode_nb``, ``%unload_ext kode_nb``.
 
 Loading registers the magics (:class:`~kode_nb.magics.KodeMagics`) and the display formatters
-of the core types, nothing else: no widgets, no pydantic, no session (that is created on first
+of the core types, and names ``kode_nb`` in the user namespace when nothing has that name (the
+cells a front end inserts, such as ``forked = await kode_nb.fork(...)``, call it); nothing else:
+no widgets, no pydantic, no session (that is created on first
 use). Formatters are registered by type *name*, and render through :mod:`kode_nb.ui.formatters`,
 imported on the first display. Unloading removes exactly what loading added and closes the
 session (running calls are cancelled), so ``%reload_ext`` gives a clean start; the tools in the
@@ -10,6 +12,7 @@ registry are kept.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +61,7 @@ def load_ipython_extension(ipython: Any) -> None:
             previous = formatters[mime].for_type_by_name(module, name, func)
             installed.append((mime, module, name, func, previous))
     magics.installed_formatters = installed
+    ipython.user_ns.setdefault("kode_nb", sys.modules["kode_nb"])
     if getattr(ipython, "kernel", None) is not None:  # cells wait for MCP connections
         from kode_nb.magics.awaiting import wait_cells
 

@@ -303,3 +303,28 @@ def test_no_style_attributes_in_any_record_html() -> None:
     html = run_record(agent="main", model="m", result=result).html
     assert not re.search(r"\sstyle=", html)
     assert_sanitizer_safe(html)
+
+
+# --------------------------------------------------------------------------- divergence
+
+
+@pytest.mark.anyio
+async def test_a_divergence_record_keeps_to_the_record_rules(registry: Any) -> None:
+    import kode_nb
+    from kode_nb.agents import Agent
+    from kode_nb.models import ScriptedModel
+    from kode_nb.models.scripted import call
+    from kode_nb.ui.records import divergence_record
+
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    kode_nb.define_tool(add, inline=True)
+    run = await Agent(model=ScriptedModel([call("add", a=1, b=2), "3"]), tools=["add"]).run("go")
+    forked = await run.fork(at=2, model=ScriptedModel(["<three>"]))
+    record = divergence_record(kode_nb.diverge(run, forked))
+    data = assert_record(record.bundle(), "divergence")
+    assert (data["turn"], data["what"]) == (2, "answer")
+    assert "&lt;three&gt;" in record.html
+    assert record.text.startswith("◆ parent and fork first differ at turn 2: answer")

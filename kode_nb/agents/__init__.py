@@ -11,6 +11,10 @@
   estimate :func:`estimate_tokens` (:mod:`._cost`).
 * :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
   tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
+* :func:`fork` — continue a finished run from one of its steps with a changed message, tool
+  result, system prompt or model, the steps before replayed with no model requests
+  (:mod:`._fork`); :func:`diverge` — where two runs (a run and its fork) first differ, side by
+  side (:mod:`._diverge`).
 * :func:`expand_trace` — a recorded run as notebook cells that reproduce it (:mod:`._expand`).
 * :func:`known_trace` / :func:`remember_trace` — the traces this process knows by id (every
   finished run's; :mod:`._known`).
@@ -22,7 +26,9 @@ from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
 from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
+from kode_nb.agents._diverge import Divergence, diverge
 from kode_nb.agents._expand import Expansion, expand_trace
+from kode_nb.agents._fork import ForkPoint, fork
 from kode_nb.agents._known import known_trace, remember_trace
 from kode_nb.agents._replay import Replay, replay
 from kode_nb.agents.context import CompressContext, compress_context
@@ -55,8 +61,10 @@ __all__ = [
     "AgentEvent",
     "AgentRunResult",
     "CompressContext",
+    "Divergence",
     "EventCallback",
     "Expansion",
+    "ForkPoint",
     "ModelResponded",
     "ModelSpec",
     "NarrowedPolicy",
@@ -75,7 +83,9 @@ __all__ = [
     "Trace",
     "TurnStarted",
     "compress_context",
+    "diverge",
     "expand_trace",
+    "fork",
     "known_trace",
     "estimate_tokens",
     "price_for",

@@ -17,17 +17,21 @@ from typing import Any
 from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError
 
-__all__ = ["LIMIT", "known_trace", "remember_trace"]
+__all__ = ["LIMIT", "known_model", "known_trace", "remember_trace"]
 
 LIMIT = 256
 """How many traces are kept (least recently used dropped first)."""
 
 _TRACES: OrderedDict[str, Trace] = OrderedDict()
+_MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-def remember_trace(trace: Trace | Mapping[str, Any]) -> Trace:
-    """Keep ``trace`` (a :class:`Trace` or its JSON dict) under its ``trace_id``; returns it."""
+def remember_trace(trace: Trace | Mapping[str, Any], *, model: Any = None) -> Trace:
+    """Keep ``trace`` (a :class:`Trace` or its JSON dict) under its ``trace_id``; returns it.
+
+    ``model``: the model object the run called (what :func:`kode_nb.fork` continues with when
+    given no ``model=``); kept as long as the trace is."""
     if not isinstance(trace, Trace):
         try:
             trace = Trace.from_dict(trace)
@@ -36,9 +40,18 @@ def remember_trace(trace: Trace | Mapping[str, Any]) -> Trace:
     with _LOCK:
         _TRACES[trace.trace_id] = trace
         _TRACES.move_to_end(trace.trace_id)
+        if model is not None:
+            _MODELS[trace.trace_id] = model
         while len(_TRACES) > LIMIT:
-            _TRACES.popitem(last=False)
+            _MODELS.pop(_TRACES.popitem(last=False)[0], None)
     return trace
+
+
+def known_model(trace_id: str) -> Any:
+    """The model object the run of trace ``trace_id`` called, if this process still has it
+    (``None`` otherwise: a trace loaded from JSON, or recorded in another kernel)."""
+    with _LOCK:
+        return _MODELS.get(trace_id)
 
 
 def known_trace(trace_id: str) -> Trace:

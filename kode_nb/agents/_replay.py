@@ -89,7 +89,7 @@ def _jsonable(value: Any) -> Any:
     return dump(mode="json") if callable(dump) else value
 
 
-def load_trace(trace_or_run: Any) -> Trace:
+def load_trace(trace_or_run: Any, *, what: str = "replay") -> Trace:
     """A :class:`Trace` from a trace, its JSON dict or text, a result that has ``.trace``, or the
     ``trace_id`` of a trace this process knows (``kode_nb/agents/_known.py``)."""
     if isinstance(trace_or_run, Trace):
@@ -104,15 +104,15 @@ def load_trace(trace_or_run: Any) -> Trace:
         try:
             trace_or_run = json.loads(trace_or_run)
         except ValueError as exc:
-            raise ConfigurationError(f"replay: the text is not trace JSON ({exc})") from None
+            raise ConfigurationError(f"{what}: the text is not trace JSON ({exc})") from None
     if isinstance(trace_or_run, Mapping):
         try:
             return Trace.from_dict(trace_or_run)
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigurationError(f"replay: not a usable trace: {exc}") from None
+            raise ConfigurationError(f"{what}: not a usable trace: {exc}") from None
     raise ConfigurationError(
-        "replay takes an AgentRunResult, a Trace, or its kode_nb.trace JSON (dict or text), "
-        f"got {type(trace_or_run).__name__}"
+        f"{what} takes an AgentRunResult, a Trace, its kode_nb.trace JSON (dict or text) or "
+        f"a trace id, got {type(trace_or_run).__name__}"
     )
 
 
@@ -236,6 +236,56 @@ def _recorded_tools(run: Span, offered: list[str], specs: list[Any]) -> ToolRegi
     return registry
 
 
+def recorded_agent(
+    trace: Trace, output_model: type[BaseModel] | None, *, what: str
+) -> tuple[dict[str, Any], list[Message], list[str]]:
+    """The :class:`Agent` keyword arguments (all but ``model`` and ``executor``) of a recorded
+    run, the message history it was given, and notes on what the trace lacked."""
+    run = trace.root
+    a = run.attributes
+    if run.kind != "run" or "prompt" not in a:
+        raise ConfigurationError(f"{what}: the trace's root is not a recorded agent run")
+    notes = [f"{trace.schema} has no {key}: using the default"
+             for key in ("tool_specs", "max_result_chars", "settings", "history_length")
+             if key not in a]  # fmt: skip
+    system = str(a.get("system_prompt") or "")
+    recorded_output = a.get("output_model")
+    if output_model is not None:
+        suffix = output_instructions(output_model)
+        if not system.endswith(suffix):
+            raise ConfigurationError(
+                f"{what}: output_model={output_model.__name__} is not the one the run was "
+                f"recorded with ({recorded_output or 'none'}): its instructions differ"
+            )
+        system = system[: -len(suffix)].removesuffix("\n\n")
+    elif recorded_output:
+        notes.append(
+            f"the run had output_model {recorded_output}: pass output_model= to validate the "
+            "answer into it (it is replayed as text)"
+        )
+    history: list[Message] = []
+    calls = _model_calls(run)
+    first = list(calls[0].get("messages") or []) if calls else []
+    length = a.get("history_length")
+    if length is None and first and first[-1] == {"role": "user", "content": a["prompt"]}:
+        length = len(first) - 1  # a v1 trace: the history is what came before the prompt
+    if isinstance(length, int) and length > 0:
+        history = [_message(m) for m in first[:length]]
+    recorded_settings = a.get("settings")
+    settings = recorded_settings if isinstance(recorded_settings, Mapping) else {}
+    known = {k: settings[k] for k in ("temperature", "max_tokens", "tool_choice") if k in settings}
+    limit = a.get("max_result_chars", 100_000)
+    config: dict[str, Any] = dict(
+        name=str(a.get("agent") or run.name), system_prompt=system,
+        tools=[str(n) for n in a.get("tools") or []], output_model=output_model,
+        max_turns=int(a.get("max_turns") or 10), time_limit=a.get("time_limit"),
+        settings=ModelSettings(**known),
+        max_result_chars=limit if isinstance(limit, int) else None,
+        reask=bool(a.get("reask", False)),
+    )  # fmt: skip
+    return config, history, notes
+
+
 async def replay(
     trace_or_run: Any,
     *,
@@ -255,54 +305,16 @@ async def replay(
     trace = load_trace(trace_or_run)
     run = trace.root
     a = run.attributes
-    if run.kind != "run" or "prompt" not in a:
-        raise ConfigurationError("replay: the trace's root is not a recorded agent run")
-    notes = [f"{trace.schema} has no {key}: using the default"
-             for key in ("tool_specs", "max_result_chars", "settings", "history_length")
-             if key not in a]  # fmt: skip
-    system = str(a.get("system_prompt") or "")
-    recorded_output = a.get("output_model")
-    if output_model is not None:
-        suffix = output_instructions(output_model)
-        if not system.endswith(suffix):
-            raise ConfigurationError(
-                f"replay: output_model={output_model.__name__} is not the one the run was "
-                f"recorded with ({recorded_output or 'none'}): its instructions differ"
-            )
-        system = system[: -len(suffix)].removesuffix("\n\n")
-    elif recorded_output:
-        notes.append(
-            f"the run had output_model {recorded_output}: pass output_model= to validate the "
-            "answer into it (it is replayed as text)"
-        )
+    config, history, notes = recorded_agent(trace, output_model, what="replay")
     log: list[ReplayDivergedError] = []
     model = replay_model(run, strict=strict, log=log)
-    offered = [str(n) for n in a.get("tools") or []]
-    history: list[Message] = []
-    calls = model.calls
-    first = list(calls[0].get("messages") or []) if calls else []
-    length = a.get("history_length")
-    if length is None and first and first[-1] == {"role": "user", "content": a["prompt"]}:
-        length = len(first) - 1  # a v1 trace: the history is what came before the prompt
-    if isinstance(length, int) and length > 0:
-        history = [_message(m) for m in first[:length]]
-    recorded_settings = a.get("settings")
-    settings = recorded_settings if isinstance(recorded_settings, Mapping) else {}
-    known = {k: settings[k] for k in ("temperature", "max_tokens", "tool_choice") if k in settings}
+    offered = list(config["tools"])
     if tools == "recorded":
         run_executor = Executor(_recorded_tools(run, offered, list(a.get("tool_specs") or [])))
     else:
         run_executor = executor if executor is not None else Executor()
-    limit = a.get("max_result_chars", 100_000)
     try:
-        agent = Agent(
-            str(a.get("agent") or run.name), model=model,
-            system_prompt=system, tools=offered, output_model=output_model,
-            max_turns=int(a.get("max_turns") or 10), time_limit=a.get("time_limit"),
-            executor=run_executor, settings=ModelSettings(**known),
-            max_result_chars=limit if isinstance(limit, int) else None,
-            reask=bool(a.get("reask", False)),
-        )  # fmt: skip
+        agent = Agent(model=model, executor=run_executor, **config)
         result = await agent.run(str(a["prompt"]), message_history=history)
     finally:
         if executor is None:

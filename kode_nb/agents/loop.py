@@ -390,7 +390,7 @@ class Agent:
             warnings=tuple(st.warnings), cost=totals["cost"],
         )  # fmt: skip
         self.last_result = result
-        remember_trace(st.trace)
+        remember_trace(st.trace, model=self.model if st.depth == 0 else None)
         st.emit(RunFinished, status=st.status, result=result)
         return result
 

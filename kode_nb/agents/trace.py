@@ -41,7 +41,11 @@ subagent's calls), ``cost`` (US dollars of all of them; null when one is unknown
 (what :func:`kode_nb.replay` needs to rebuild the agent): ``settings`` (the model settings),
 ``tool_specs`` (``[{name, description, parameters}]``, the tools offered), ``output_model`` (its
 class name, or null), ``output_retries``, ``max_result_chars``, ``reask`` and
-``history_length`` (messages before the prompt). :meth:`Trace.from_dict` also reads
+``history_length`` (messages before the prompt). Optional, on the run span of a fork
+(:func:`kode_nb.fork`): ``forked_from`` (``trace_id``, ``span_id``, ``turn``, ``kind``,
+``call_id``, ``edited``, ``replayed_requests``: the parent run and the fork point), and on its
+spans before the fork point ``replayed: true`` (a model_call also has ``recorded_span_id``),
+on an edited tool call ``edited: true``. :meth:`Trace.from_dict` also reads
 ``kode_nb.trace/v1``, which lacks these (a replay then uses defaults and says so). *turn*:
 ``turn``. *model_call*: ``model``, ``turn``, ``messages`` (the messages added since the
 previous model call — "new this turn"; the first call has the whole history), ``message_count``

@@ -12,7 +12,7 @@ A live view (widgets) is replaced in place (``update_display_data`` on its displ
 
 The builders here turn a finished call, run, trace, tool or listing into a record:
 :func:`call_record`, :func:`run_record`, :func:`trace_record`, :func:`card_record`,
-:func:`table_record`. No widget imports: the records are saved in notebooks, reopened with no
+:func:`table_record`, :func:`divergence_record`. No widget imports: the records are saved in notebooks, reopened with no
 kernel, and read by nbconvert.
 """
 
@@ -26,7 +26,7 @@ from kode_nb._redact import redact
 from kode_nb.ui import record_html as RH
 
 if TYPE_CHECKING:
-    from kode_nb.agents import AgentRunResult, Trace
+    from kode_nb.agents import AgentRunResult, Divergence, Trace
     from kode_nb.tools import Tool
     from kode_nb.types import ToolResult
 
@@ -38,6 +38,7 @@ __all__ = [
     "call_record",
     "call_status",
     "card_record",
+    "divergence_record",
     "finished_call_record",
     "run_record",
     "table_record",
@@ -62,7 +63,7 @@ class Record:
 
     def __init__(self, kind: str, data: dict[str, Any], html: str, text: str) -> None:
         self.kind = kind
-        """``trace``, ``run``, ``call``, ``card`` or ``table``."""
+        """``trace``, ``run``, ``call``, ``card``, ``table`` or ``divergence``."""
         self.data = data
         """The JSON object (its ``schema`` key names the kind and version)."""
         self.html = html
@@ -239,6 +240,14 @@ def trace_record(trace: Trace) -> Record:
     """The record of a trace: its ``kode_nb.trace/v2`` JSON, unchanged."""
     data = _jsonable(trace.to_dict())
     return Record("trace", data, RH.trace_html(data), RH.trace_text(data))
+
+
+def divergence_record(divergence: Divergence) -> Record:
+    """The record of :func:`kode_nb.diverge`'s answer (``kode_nb.divergence/v1``): where two
+    runs first differ, both side by side; the HTML and text are the divergence's own."""
+    bundle = divergence._repr_mimebundle_()
+    data = _jsonable(bundle[f"{MIME_PREFIX}divergence+json"])
+    return Record("divergence", data, bundle["text/html"], bundle["text/plain"])
 
 
 # --------------------------------------------------------------------------- tools
