@@ -36,7 +36,6 @@ is refused (fork the run at the subagent's tool call instead).
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -46,7 +45,7 @@ from kode_nb._redact import redact
 from kode_nb.agents._cost import rollup
 from kode_nb.agents._fork_point import Edit, ForkPoint, fork_edit, fork_point, turn_spans
 from kode_nb.agents._known import known_model, remember_trace
-from kode_nb.agents._replay import _model_calls, load_trace, recorded_agent
+from kode_nb.agents._replay import CallIds, _model_calls, load_trace, recorded_agent
 from kode_nb.agents.loop import Agent
 from kode_nb.agents.result import AgentRunResult
 from kode_nb.agents.toolset import resolve_model
@@ -180,7 +179,7 @@ async def fork(
         config["system_prompt"] = change.system_prompt
     system = run.attributes.get("system_prompt")
     check = system if isinstance(system, str) and change.system_prompt is None else None
-    ids = _CallIds(str(run.attributes.get("run_id") or ""))
+    ids = CallIds(str(run.attributes.get("run_id") or ""))
     log: list[ReplayDivergedError] = []
     replay = ReplayModel(calls, name=f"replay:{run.attributes.get('model', 'model')}",
                          run=run.name, system=check, normalize=ids.normalize, log=log)  # fmt: skip
@@ -206,39 +205,6 @@ async def fork(
     return _mark(result, trace, point, replayed, change, live, ids)
 
 
-class _CallIds:
-    """The fork's run id, and the mapping between the call ids the loop makes up (for a model
-    that sends none or repeats one: ``call_<run_id>_<turn>_<n>``) in the parent and the fork."""
-
-    def __init__(self, parent_run_id: str) -> None:
-        self.run_id = f"run_{secrets.token_hex(6)}"
-        self._parent = f"call_{parent_run_id}_" if parent_run_id else None
-        self._fork = f"call_{self.run_id}_"
-
-    def forward(self, call_id: str) -> str:
-        if self._parent and call_id.startswith(self._parent):
-            return self._fork + call_id[len(self._parent) :]
-        return call_id
-
-    def back(self, call_id: str) -> str:
-        if self._parent and call_id.startswith(self._fork):
-            return self._parent + call_id[len(self._fork) :]
-        return call_id
-
-    def normalize(self, value: Any) -> Any:
-        """A request message as the parent's recording has it (redacted, ids mapped back)."""
-        value = redact(value)
-        if not isinstance(value, dict):
-            return value
-        if isinstance(value.get("call_id"), str):
-            value = {**value, "call_id": self.back(value["call_id"])}
-        if isinstance(value.get("tool_calls"), list):
-            value = {**value, "tool_calls": [
-                {**c, "id": self.back(str(c.get("id", "")))} if isinstance(c, dict) else c
-                for c in value["tool_calls"]]}  # fmt: skip
-        return value
-
-
 def _check_prompt_is_last(run: Span, point: ForkPoint, history_length: int) -> None:
     """An edited message replaces the prompt: refuse when the loop added a user message (a
     retry or re-ask) after it, before the fork point."""
@@ -255,7 +221,7 @@ def _check_prompt_is_last(run: Span, point: ForkPoint, history_length: int) -> N
 
 def _mark(
     result: AgentRunResult, parent: Trace, point: ForkPoint, replayed: int, change: Edit,
-    live: Model, ids: _CallIds,
+    live: Model, ids: CallIds,
 ) -> AgentRunResult:  # fmt: skip
     """Mark the replayed spans, link the parent, and total the cost again."""
     root = result.trace.root

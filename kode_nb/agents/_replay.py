@@ -19,6 +19,7 @@ raises :class:`~kode_nb.models.ReplayDivergedError` naming the run, the turn and
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -46,7 +47,7 @@ from kode_nb.tools._model import Tool
 from kode_nb.tools._registry import ToolRegistry
 from kode_nb.types import TextBlock, ToolKind, ToolResult
 
-__all__ = ["Replay", "load_trace", "replay", "replay_model"]
+__all__ = ["CallIds", "Replay", "load_trace", "replay", "replay_model"]
 
 ToolMode = Literal["recorded", "execute"]
 
@@ -135,7 +136,7 @@ def _tool_spans(run: Span) -> list[Span]:
 
 def replay_model(
     run: Span, *, strict: bool = True, log: list[ReplayDivergedError] | None = None,
-    path: str = "",
+    path: str = "", normalize: Any = redact,
 ) -> ReplayModel:  # fmt: skip
     """The :class:`ReplayModel` of a recorded run span, with its nested subagent runs."""
     log = [] if log is None else log
@@ -153,8 +154,42 @@ def replay_model(
     return ReplayModel(
         _model_calls(run), name=f"replay:{a.get('model', 'model')}", run=label,
         system=system if isinstance(system, str) else None, strict=strict,
-        normalize=redact, nested=nested, log=log,
+        normalize=normalize, nested=nested, log=log,
     )  # fmt: skip
+
+
+class CallIds:
+    """A re-run's run id, and the mapping between the call ids the loop makes up (for a model
+    that sends none or repeats one: ``call_<run_id>_<turn>_<n>``) in the recorded run and the
+    re-run (a replay or a fork), so recorded answers and results match their calls."""
+
+    def __init__(self, parent_run_id: str) -> None:
+        self.run_id = f"run_{secrets.token_hex(6)}"
+        self._parent = f"call_{parent_run_id}_" if parent_run_id else None
+        self._fork = f"call_{self.run_id}_"
+
+    def forward(self, call_id: str) -> str:
+        if self._parent and call_id.startswith(self._parent):
+            return self._fork + call_id[len(self._parent) :]
+        return call_id
+
+    def back(self, call_id: str) -> str:
+        if self._parent and call_id.startswith(self._fork):
+            return self._parent + call_id[len(self._fork) :]
+        return call_id
+
+    def normalize(self, value: Any) -> Any:
+        """A request message as the parent's recording has it (redacted, ids mapped back)."""
+        value = redact(value)
+        if not isinstance(value, dict):
+            return value
+        if isinstance(value.get("call_id"), str):
+            value = {**value, "call_id": self.back(value["call_id"])}
+        if isinstance(value.get("tool_calls"), list):
+            value = {**value, "tool_calls": [
+                {**c, "id": self.back(str(c.get("id", "")))} if isinstance(c, dict) else c
+                for c in value["tool_calls"]]}  # fmt: skip
+        return value
 
 
 def _message(data: Mapping[str, Any]) -> Message:
@@ -201,13 +236,13 @@ class _AnyArguments:
         return dict(validated)
 
 
-def _recorded_tools(run: Span, offered: list[str], specs: list[Any]) -> ToolRegistry:
+def _recorded_tools(run: Span, offered: list[str], specs: list[Any], ids: CallIds) -> ToolRegistry:
     """Stand-in tools answering each call id with its recorded result."""
     results: dict[str, Mapping[str, Any]] = {}
     for span in _tool_spans(run):
         result = span.attributes.get("result")
         if isinstance(result, Mapping):
-            results[str(span.attributes.get("call_id", ""))] = result
+            results[ids.forward(str(span.attributes.get("call_id", "")))] = result
     by_name = {str(s.get("name")): s for s in specs if isinstance(s, Mapping)}
     registry = ToolRegistry(name="replay")
     for name in offered:
@@ -307,15 +342,17 @@ async def replay(
     a = run.attributes
     config, history, notes = recorded_agent(trace, output_model, what="replay")
     log: list[ReplayDivergedError] = []
-    model = replay_model(run, strict=strict, log=log)
+    ids = CallIds(str(a.get("run_id") or ""))
+    model = replay_model(run, strict=strict, log=log, normalize=ids.normalize)
     offered = list(config["tools"])
     if tools == "recorded":
-        run_executor = Executor(_recorded_tools(run, offered, list(a.get("tool_specs") or [])))
+        specs = list(a.get("tool_specs") or [])
+        run_executor = Executor(_recorded_tools(run, offered, specs, ids))
     else:
         run_executor = executor if executor is not None else Executor()
     try:
         agent = Agent(model=model, executor=run_executor, **config)
-        result = await agent.run(str(a["prompt"]), message_history=history)
+        result = await agent.run(str(a["prompt"]), message_history=history, run_id=ids.run_id)
     finally:
         if executor is None:
             run_executor.close()

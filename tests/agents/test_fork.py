@@ -357,3 +357,21 @@ async def test_structured_output_and_a_replay_s_trace(adds: list[tuple[int, int]
     replayed = await kode_nb.replay(run)
     with pytest.raises(ConfigurationError, match="the run was a replay"):
         await kode_nb.fork(replayed.result, at=1)
+
+
+@pytest.mark.parametrize("tools", ["recorded", "execute"])
+async def test_replay_of_a_model_that_sends_no_call_ids(
+    adds: list[tuple[int, int]], tools: str
+) -> None:
+    """The loop makes up ids for calls without one (``call_<run id>_<turn>_<n>``): a replay
+    makes its own the same way and maps them to the recorded ones, so answers and results match."""
+    original = await Agent("blank", model=Adder(blank_ids=True), tools=["add"]).run("2 3 4")
+    assert original.output == "It is 9."
+    replayed = await kode_nb.replay(original, tools=tools)  # type: ignore[arg-type]
+    assert replayed.matches
+    assert replayed.output == "It is 9."
+    ids = [s.attributes["call_id"] for s in replayed.result.trace.spans() if s.kind == "tool_call"]
+    recorded = [s.attributes["call_id"] for s in original.trace.spans() if s.kind == "tool_call"]
+    mine, theirs = f"call_{replayed.result.run_id}_", f"call_{original.run_id}_"
+    assert ids == [i.replace(theirs, mine) for i in recorded]
+    assert all(i.startswith(mine) for i in ids) and len(ids) == 2
