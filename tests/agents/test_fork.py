@@ -374,4 +374,5 @@ async def test_replay_of_a_model_that_sends_no_call_ids(
     recorded = [s.attributes["call_id"] for s in original.trace.spans() if s.kind == "tool_call"]
     mine, theirs = f"call_{replayed.result.run_id}_", f"call_{original.run_id}_"
     assert ids == [i.replace(theirs, mine) for i in recorded]
-    assert all(i.startswith(mine) for i in ids) and len(ids) == 2
+    assert len(ids) == 2
+    assert all(i.startswith(mine) for i in ids)
