@@ -9,6 +9,8 @@
   (:mod:`.trace`); secrets are removed first (:func:`redact`).
 * Cost: :data:`prices` (editable), :func:`set_price`, :func:`price_for`, and the request size
   estimate :func:`estimate_tokens` (:mod:`._cost`).
+* :class:`Stepper` — step through a run: pause before each model request and tool call
+  (:mod:`._step`); :meth:`Agent.start` returns a :class:`StartedRun` to drive it.
 * :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
   tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
 * :func:`expand_trace` — a recorded run as notebook cells that reproduce it (:mod:`._expand`).
@@ -25,6 +27,7 @@ from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_
 from kode_nb.agents._expand import Expansion, expand_trace
 from kode_nb.agents._known import known_trace, remember_trace
 from kode_nb.agents._replay import Replay, replay
+from kode_nb.agents._step import StartedRun, StepDecision, StepEditError, Stepper, StepPoint
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,
@@ -67,6 +70,11 @@ __all__ = [
     "RunStatus",
     "RunUsage",
     "Span",
+    "StartedRun",
+    "StepDecision",
+    "StepEditError",
+    "StepPoint",
+    "Stepper",
     "SubagentFinished",
     "SubagentStarted",
     "TextDelta",
