@@ -123,7 +123,7 @@ class StaticRunView:
             )
         else:
             what = f"model request ({len(point.messages)} messages)"
-        self._log(f"{pad}  ⏸ paused before {what}: h.step.next() / .edit(...) / "
+        self._log(f"{pad}  ❚❚ paused before {what}: h.step.next() / .edit(...) / "
                   f"{'.give_result(text) / ' if point.kind == 'tool_call' else ''}"
                   ".run_to_end() / .stop(reason)")  # fmt: skip
 

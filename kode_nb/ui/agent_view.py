@@ -93,6 +93,8 @@ class ToolRow(CallView):
         """A pause before the call runs (stepping): its buttons, under the arguments."""
         self.step = prompt
         self.children = (*self.children, prompt)
+        self._set_state("paused")
+        prompt.on_close = lambda: self._set_state("queued")
 
     def html(self) -> str:
         extra = (

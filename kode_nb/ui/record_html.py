@@ -234,7 +234,7 @@ def run_html(data: Mapping[str, Any]) -> str:
         parts.append(f"<div>⚠ {_esc(warning)}</div>")
     steps = data.get("steps")
     if steps:
-        parts.append(f"<div>⏸ <b>stepped</b>: {_esc(_steps_line(steps))}</div>")
+        parts.append(f"<div>❚❚ <b>stepped</b>: {_esc(_steps_line(steps))}</div>")
         parts.extend(f"<div>✎ {_esc(line)}</div>" for line in steps.get("changes") or ())
     if data.get("trace"):
         parts.append(trace_html(data["trace"]))
@@ -353,7 +353,7 @@ def _span_body(span: Mapping[str, Any]) -> str:
 def _step_event(event: Mapping[str, Any]) -> str:
     ev = event.get("attributes") or {}
     if event.get("name") == "step_given":
-        return f"✋ result given by hand (the tool did not run): {ev.get('text')}"
+        return f"✍ result given by hand (the tool did not run): {ev.get('text')}"
     if "message" in ev:
         return (
             f"✎ message [{ev.get('message')}] ({ev.get('role')}) edited by hand: {ev.get('after')}"

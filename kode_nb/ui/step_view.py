@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["StepPrompt", "decided_label", "step_html", "step_text"]
 
 _MUTED = "color:var(--jp-ui-font-color2,#666)"
-_PAUSED = '<span style="color:#b7791f">⏸ <b>Paused</b></span>'
+_PAUSED = '<span style="color:#b7791f">❚❚ <b>Paused</b></span>'
 
 
 def _role(message: Any) -> str:
@@ -107,16 +108,16 @@ def decided_label(point: StepPoint) -> str:
     action = decision.action if decision is not None else "cancelled"
     what = f"tool <b>{esc(point.tool)}</b>" if point.kind == "tool_call" else "model request"
     if action == "next":
-        return f'<span style="{_MUTED}">⏵ {what}: Next</span>'
+        return f'<span style="{_MUTED}">▶ {what}: Next</span>'
     if action == "edit" and decision is not None:
         if point.kind == "tool_call":
             after = json.dumps(decision.value, ensure_ascii=False, default=str)
             return f'<span style="color:#2b6cb0">✎ {what}: <b>arguments edited</b> → <code>{esc(clip(after, 300))}</code></span>'
         return f'<span style="color:#2b6cb0">✎ {what}: <b>message [{decision.message}] edited</b></span>'
     if action == "give_result" and decision is not None:
-        return f'<span style="color:#6b46c1">✋ {what}: <b>result given by hand</b> — <code>{esc(clip(str(decision.value), 300))}</code></span>'
+        return f'<span style="color:#6b46c1">✍ {what}: <b>result given by hand</b> — <code>{esc(clip(str(decision.value), 300))}</code></span>'
     if action == "run_to_end":
-        return f'<span style="{_MUTED}">⏩ {what}: Run to end</span>'
+        return f'<span style="{_MUTED}">▶▶ {what}: Run to end</span>'
     if action == "stop" and decision is not None:
         return f'<span style="color:#c53030">■ <b>Stopped</b>: {esc(decision.value)}</span>'
     return f'<span style="{_MUTED}">{what}: cancelled while paused</span>'
@@ -181,6 +182,8 @@ class StepPrompt(W.VBox):  # type: ignore[misc]
         parts.append(self.status)
         super().__init__(parts, layout=W.Layout(border="1px dashed #b7791f", padding="2px 6px",
                                                 margin="4px 0"))  # fmt: skip
+        self.on_close: Callable[[], object] | None = None
+        """Called once the point is decided (the tool row then leaves its "paused" state)."""
         point.stepper.watchers.append(self._watch)
         if point.done:
             self._collapse()
@@ -238,6 +241,9 @@ class StepPrompt(W.VBox):  # type: ignore[misc]
             widget.disabled = True
         self.status.value = decided_label(self.point)
         self.children = (self.status,)
+        self.layout.border = "none"  # decided: one plain line
+        if self.on_close is not None:
+            self.on_close()
 
     # ------------------------------------------------------------------ displays
 
