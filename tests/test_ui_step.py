@@ -204,3 +204,32 @@ async def test_without_widgets_a_pause_says_how_to_decide(add: ToolRegistry) -> 
     )
     assert static.lines[1].startswith('  ❚❚ paused before tool add {"a": 1, "b": 2}: h.step.next()')
     assert ".give_result(text)" in static.lines[1]
+
+
+async def test_the_delegation_tree_says_which_run_is_paused(add: ToolRegistry) -> None:
+    from kode_nb.agents import AgentDefinition, register_subagent
+
+    register_subagent(
+        AgentDefinition(
+            name="helper", description="Adds.", system_prompt="Add: {task}", tools=["add"],
+            input_config={"inputs": {"task": {"type": "string", "description": "What.", "required": True}}},
+            model=lambda: ScriptedModel([call("add", a=2, b=3), "Five."]),
+        )
+    )  # fmt: skip
+    view = RunView(agent="main", run_id="run_tree_step")
+    stepper = Stepper(on_pause=view.on_step)
+    model = ScriptedModel([call("helper", task="2+3"), "Done."])
+    run = Agent(model=model, tools=["helper"]).start(
+        "Go.", step=stepper, run_id="run_tree_step", on_event=view.on_event
+    )
+    for _ in range(3):  # main's request, main's helper call, helper's request
+        await run.paused(timeout=5)
+        await _settle()
+        if len(stepper.points) < 3:
+            stepper.next()
+    assert view.tree is not None
+    lines = [line.text() for line in view.tree.lines.values()]
+    assert "❚❚ paused before model request" in lines[1]
+    assert "paused" not in lines[0]
+    stepper.run_to_end()
+    assert (await run).output == "Done."

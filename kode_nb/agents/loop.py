@@ -290,8 +290,15 @@ class Agent:
         when stepping (``step=True``: every run pauses, subagents' too; ``"top"``: only this
         one), ``await run`` for the result. ``options`` are :meth:`run`'s."""
         stepper = Stepper.of(step, f"Agent '{self.name}'")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise ConfigurationError(
+                f"Agent '{self.name}': start() needs a running event loop (call it from async "
+                "code or a notebook cell); without one, use asyncio.run(agent.run(prompt))"
+            ) from None
         run_id = options.pop("run_id", None) or f"run_{secrets.token_hex(6)}"
-        task = asyncio.get_running_loop().create_task(
+        task = loop.create_task(
             self.run(prompt, run_id=run_id, step=stepper, **options),
             name=f"kode_nb agent {self.name} {run_id}",
         )

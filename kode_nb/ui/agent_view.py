@@ -151,6 +151,8 @@ class RunView(W.VBox):  # type: ignore[misc]
         """(Top level) every run of the tree, by run id."""
         self.all_rows: dict[str, ToolRow] = {}
         """(Top level) every tool row of the tree, by call id."""
+        self.step_prompts: list[StepPrompt] = []
+        """This run's pauses (stepping), in order."""
         self.waiters: list[asyncio.Future[bool]] = []
         """(Top level) futures resolved when an approval prompt appears or the run ends."""
         self._parts: list[
@@ -275,6 +277,7 @@ class RunView(W.VBox):  # type: ignore[misc]
         if view is None or point.done:
             return
         prompt = StepPrompt(point, loop=self.loop)
+        view.step_prompts.append(prompt)
         row = view.rows.get(point.call_id) if point.kind == "tool_call" else None
         if row is not None:
             row.show_step(prompt)

@@ -359,3 +359,24 @@ async def test_a_stepper_from_python_and_its_errors(math: ToolRegistry) -> None:
         await Agent(model=ScriptedModel(["b"])).run("b", step=busy)
     busy.run_to_end()
     assert (await first).output == "a"
+
+
+async def test_stepping_works_with_any_model_testmodel_too(math: ToolRegistry) -> None:
+    run = Agent(model="test", tools=["add"]).start("Add 2 and 3.", step=True)
+    kinds = []
+    while (point := await run.paused(timeout=5)) is not None:
+        kinds.append(point.kind)
+        if point.kind == "tool_call":
+            assert set(point.arguments) == {"a", "b"}
+            point.give_result("5")
+        else:
+            point.next()
+    result = await run
+    assert result.status == "completed"
+    assert kinds[:2] == ["model_request", "tool_call"]
+    assert RAN == []  # every call was answered by hand
+
+
+def test_start_without_a_running_loop_says_what_to_do(math: ToolRegistry) -> None:
+    with pytest.raises(ConfigurationError, match=r"start\(\) needs a running event loop"):
+        Agent(model=ScriptedModel(["x"])).start("x", step=True)

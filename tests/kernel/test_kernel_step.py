@@ -1,7 +1,8 @@
 """Stepping through a run in a real kernel: ``%%ask --step`` and ``%agent NAME --step`` pause
 before each model request and tool call; the buttons are clicked with the comm messages a
 browser sends (Next, Edit with invalid then valid arguments, Give result, Stop), and the kernel
-runs other cells while the run is paused."""
+runs other cells while the run is paused. Every test runs on each kernel (ipykernel 7 and, under
+``bash scripts/dev.sh test``, ipykernel 6)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from .conftest import EVERY_KERNEL
 from .harness import Kernel, Msg
+
+pytestmark = EVERY_KERNEL
 
 SETUP = '''%%tool --kind read
 RAN = []
