@@ -27,7 +27,8 @@ from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_
 from kode_nb.agents._expand import Expansion, expand_trace
 from kode_nb.agents._known import known_trace, remember_trace
 from kode_nb.agents._replay import Replay, replay
-from kode_nb.agents._step import StartedRun, StepDecision, StepEditError, Stepper, StepPoint
+from kode_nb.agents._step import StepDecision, StepEditError, Stepper, StepPoint
+from kode_nb.agents._step_loop import StartedRun
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,

@@ -15,7 +15,7 @@ from typing import Any
 
 from kode_nb.agents._cost import cost_of, estimate_tokens, price_for
 from kode_nb.agents._run import RunState, message_dict
-from kode_nb.agents._step import pause_model_request
+from kode_nb.agents._step_loop import pause_model_request
 from kode_nb.agents.events import ModelResponded, TextDelta
 from kode_nb.agents.trace import Span
 from kode_nb.errors import KodeUsageError

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from kode_nb.agents._cost import rollup
 from kode_nb.agents._run import RunState, parse_arguments, result_dict
-from kode_nb.agents._step import given_result, pause_tool_call
+from kode_nb.agents._step_loop import given_result, pause_tool_call
 from kode_nb.agents.events import ToolCallFinished, ToolCallsRequested
 from kode_nb.agents.trace import Span
 from kode_nb.errors import ToolNotFoundError

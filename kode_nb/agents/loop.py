@@ -44,7 +44,8 @@ from kode_nb.agents._cost import rollup
 from kode_nb.agents._known import remember_trace
 from kode_nb.agents._model import model_turn, time_up
 from kode_nb.agents._run import CURRENT_RUN, RunState
-from kode_nb.agents._step import StartedRun, Stepper
+from kode_nb.agents._step import Stepper
+from kode_nb.agents._step_loop import StartedRun
 from kode_nb.agents._tools import run_tool_calls, unique_call_ids
 from kode_nb.agents.events import (
     EventCallback,
