@@ -174,13 +174,18 @@ async def test_the_live_view_puts_each_pause_where_it_happens(add: ToolRegistry)
     assert row.step in row.children
     assert row.state == "paused"
     assert "before running tool <b>add</b>" in view.html()
-    stepper.next()
+    assert row.arguments == {"a": 1, "b": 2}
+    stepper.edit({"a": 1, "b": 41})
     await run.paused(timeout=5)
     assert row.state != "paused"
+    assert row.arguments == {"a": 1, "b": 41}  # the row shows what ran
+    assert "41" in row.args.value
+    assert row.result is not None
+    assert row.result.text == "42"
     stepper.next()
     result = await run
     view.finish(result)
-    assert "stepped: 3 pauses, 0 changes by hand" in view.record().text
+    assert "stepped: 3 pauses, 1 change by hand" in view.record().text
 
 
 async def test_without_widgets_a_pause_says_how_to_decide(add: ToolRegistry) -> None:

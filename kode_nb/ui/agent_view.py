@@ -39,7 +39,7 @@ from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.delegation import DelegationTree
-from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
+from kode_nb.ui.html import BOX, PRE, call_args_html, clip, esc, fmt_duration, status_badge
 from kode_nb.ui.records import Record, run_record
 from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 
@@ -94,7 +94,15 @@ class ToolRow(CallView):
         self.step = prompt
         self.children = (*self.children, prompt)
         self._set_state("paused")
-        prompt.on_close = lambda: self._set_state("queued")
+        prompt.on_close = lambda: self._stepped(prompt)
+
+    def _stepped(self, prompt: StepPrompt) -> None:
+        """The pause is decided: the row shows the arguments that will run."""
+        decision = prompt.point.decision
+        if decision is not None and decision.action == "edit":
+            self.arguments = decision.value
+            self.args.value = call_args_html(self.arguments)
+        self._set_state("queued")
 
     def html(self) -> str:
         extra = (
