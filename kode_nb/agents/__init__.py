@@ -9,6 +9,8 @@
   (:mod:`.trace`); secrets are removed first (:func:`redact`).
 * Cost: :data:`prices` (editable), :func:`set_price`, :func:`price_for`, and the request size
   estimate :func:`estimate_tokens` (:mod:`._cost`).
+* :class:`Stepper` — step through a run: pause before each model request and tool call
+  (:mod:`._step`); :meth:`Agent.start` returns a :class:`StartedRun` to drive it.
 * :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
   tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
 * :func:`fork` — continue a finished run from one of its steps with a changed message, tool
@@ -31,6 +33,8 @@ from kode_nb.agents._expand import Expansion, expand_trace
 from kode_nb.agents._fork import ForkPoint, fork
 from kode_nb.agents._known import known_trace, remember_trace
 from kode_nb.agents._replay import Replay, replay
+from kode_nb.agents._step import StepDecision, StepEditError, Stepper, StepPoint
+from kode_nb.agents._step_loop import StartedRun
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,
@@ -75,6 +79,11 @@ __all__ = [
     "RunStatus",
     "RunUsage",
     "Span",
+    "StartedRun",
+    "StepDecision",
+    "StepEditError",
+    "StepPoint",
+    "Stepper",
     "SubagentFinished",
     "SubagentStarted",
     "TextDelta",

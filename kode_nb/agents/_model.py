@@ -15,6 +15,7 @@ from typing import Any
 
 from kode_nb.agents._cost import cost_of, estimate_tokens, price_for
 from kode_nb.agents._run import RunState, message_dict
+from kode_nb.agents._step_loop import pause_model_request
 from kode_nb.agents.events import ModelResponded, TextDelta
 from kode_nb.agents.trace import Span
 from kode_nb.errors import KodeUsageError
@@ -65,6 +66,16 @@ async def model_turn(
             st.on_text(text)
 
     span.set(**_neutral(st.model.name, request))  # an adapter's wire body replaces it
+    if st.stepper is not None:
+        stepped = await pause_model_request(
+            st, span, request, span.attributes["request"]["body"], n
+        )
+        if stepped is None:  # stopped: the run's task is being cancelled
+            raise asyncio.CancelledError
+        if stepped is not request:  # a message was edited: record what goes
+            request = stepped
+            span.set(messages=[message_dict(m) for m in st.messages[len(st.messages) - len(new):]],
+                     **_neutral(st.model.name, request))  # fmt: skip
 
     def on_sent(sent: RequestSent) -> None:
         wire = sent.as_dict()

@@ -31,6 +31,7 @@ from kode_nb.tools._model import Tool
 from kode_nb.types import ToolResult
 
 if TYPE_CHECKING:
+    from kode_nb.agents._step import Stepper
     from kode_nb.agents.loop import Agent
 
 __all__ = ["CURRENT_RUN", "RunState", "message_dict", "result_dict"]
@@ -63,6 +64,8 @@ class RunState:
     task: asyncio.Task[Any] | None
     deadline: float | None
     on_text: Callable[[str], object] | None = None
+    stepper: Stepper | None = None
+    """Pauses the run before each model request and tool call (:mod:`kode_nb.agents._step`)."""
     usage: RunUsage = field(default_factory=RunUsage)
     turns: int = 0
     status: RunStatus = "completed"

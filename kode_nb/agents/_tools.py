@@ -13,18 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import json
 import time
 from collections.abc import Sequence
 
 from kode_nb.agents._cost import rollup
 from kode_nb.agents._run import RunState, parse_arguments, result_dict
+from kode_nb.agents._step_loop import given_result, pause_tool_call
 from kode_nb.agents.events import ToolCallFinished, ToolCallsRequested
 from kode_nb.agents.trace import Span
 from kode_nb.errors import ToolNotFoundError
 from kode_nb.events._events import CallFailed, CallRequested
 from kode_nb.execution._executor import ToolCall
 from kode_nb.models._content import content_text
-from kode_nb.models.base import ToolCallRequest, ToolResultMessage
+from kode_nb.models.base import AssistantMessage, ToolCallRequest, ToolResultMessage
 from kode_nb.types import ContentBlock, ImageBlock, TextBlock, ToolResult, normalize_name
 
 __all__ = ["for_model", "run_tool_calls", "subtree", "unique_call_ids"]
@@ -130,6 +132,8 @@ async def run_tool_calls(
         else:
             results[i] = _not_allowed(st, call)
     try:
+        if st.stepper is not None:  # stepping: pause before each call, in order
+            calls, allowed = await _step_calls(st, calls, allowed, results, spans, turn_no)
         if allowed:
             done = await _call_many(st, [calls[i] for i in allowed])
             for i, result in zip(allowed, done, strict=True):
@@ -155,6 +159,45 @@ async def run_tool_calls(
             span.finish(result.status, result.text if result.is_error else None)
             st.emit(ToolCallFinished, turn=turn_no, call=call, result=result)
     return final
+
+
+async def _step_calls(
+    st: RunState,
+    calls: Sequence[ToolCallRequest],
+    allowed: list[int],
+    results: list[ToolResult | None],
+    spans: list[Span],
+    turn_no: int,
+) -> tuple[list[ToolCallRequest], list[int]]:
+    """Pause before each allowed call: edited arguments replace the model's, a result given
+    by hand answers the call (it does not run). Returns the calls and the ones still to run."""
+    calls, run = list(calls), []
+    for i in allowed:
+        call = calls[i]
+        decision = await pause_tool_call(st, spans[i], call.id, call.name, call.arguments, turn_no)
+        if decision is None or decision.action in ("next", "run_to_end"):
+            run.append(i)
+        elif decision.action == "edit":
+            arguments = json.dumps(decision.value, ensure_ascii=False)
+            calls[i] = ToolCallRequest(id=call.id, name=call.name, arguments=arguments)
+            _rewrite_history(st, calls[i])
+            run.append(i)
+        elif decision.action == "give_result":
+            results[i] = given_result(call.name, call.id, str(decision.value))
+        else:  # stop: the run's task is being cancelled
+            raise asyncio.CancelledError
+    return calls, run
+
+
+def _rewrite_history(st: RunState, call: ToolCallRequest) -> None:
+    """The assistant message of this turn, with the call's edited arguments (the model then
+    sees the call that ran; the model_call span keeps what it sent)."""
+    for i in range(len(st.messages) - 1, -1, -1):
+        message = st.messages[i]
+        if isinstance(message, AssistantMessage):
+            st.messages[i] = AssistantMessage(text=message.text, tool_calls=tuple(
+                call if c.id == call.id else c for c in message.tool_calls))  # fmt: skip
+            return
 
 
 async def _call_many(st: RunState, calls: Sequence[ToolCallRequest]) -> list[ToolResult]:

@@ -44,6 +44,8 @@ from kode_nb.agents._cost import rollup
 from kode_nb.agents._known import remember_trace
 from kode_nb.agents._model import model_turn, time_up
 from kode_nb.agents._run import CURRENT_RUN, RunState
+from kode_nb.agents._step import Stepper
+from kode_nb.agents._step_loop import StartedRun
 from kode_nb.agents._tools import run_tool_calls, unique_call_ids
 from kode_nb.agents.events import (
     EventCallback,
@@ -264,17 +266,44 @@ class Agent:
         deps: Any = None,
         run_id: str | None = None,
         on_event: EventCallback | None = None,
+        step: Stepper | bool | str | None = None,
     ) -> AgentRunResult:
         """Run the agent on ``prompt`` (after ``message_history``, if given).
 
         ``deps`` reaches the tools as ``ToolContext.deps`` (the run then uses an executor
         derived from the agent's, with the same registry, policy, approver and bus).
         ``on_event`` gets this run's events, after the agent's own callback.
+        ``step``: a :class:`~kode_nb.agents.Stepper` that pauses the run before each model
+        request and tool call (:mod:`kode_nb.agents._step`); ``True``, ``"all"`` or ``"top"``
+        make one (drive it from its ``on_pause``, or use :meth:`start`, which returns it).
         """
         return await self._execute(
             prompt, message_history=message_history, deps=deps, run_id=run_id,
             callbacks=(self.on_event, on_event),
+            stepper=Stepper.of(step, f"Agent '{self.name}'"),
         )  # fmt: skip
+
+    def start(
+        self, prompt: str, *, step: Stepper | bool | str | None = None, **options: Any
+    ) -> StartedRun:
+        """:meth:`run` as a task on the running loop, returned at once as a
+        :class:`~kode_nb.agents.StartedRun`: ``await run.paused()`` for the next pause point
+        when stepping (``step=True``: every run pauses, subagents' too; ``"top"``: only this
+        one), ``await run`` for the result. ``options`` are :meth:`run`'s."""
+        stepper = Stepper.of(step, f"Agent '{self.name}'")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise ConfigurationError(
+                f"Agent '{self.name}': start() needs a running event loop (call it from async "
+                "code or a notebook cell); without one, use asyncio.run(agent.run(prompt))"
+            ) from None
+        run_id = options.pop("run_id", None) or f"run_{secrets.token_hex(6)}"
+        task = loop.create_task(
+            self.run(prompt, run_id=run_id, step=stepper, **options),
+            name=f"kode_nb agent {self.name} {run_id}",
+        )
+        return StartedRun(task, stepper, run_id)
 
     async def _execute(
         self,
@@ -288,6 +317,7 @@ class Agent:
         parent_call_id: str | None = None,
         executor: Executor | None = None,
         on_text: Any = None,
+        stepper: Stepper | None = None,
     ) -> AgentRunResult:
         """:meth:`run`, plus what a nested (subagent) run needs: the calling run's state, the
         subagent's call id, the derived executor, and a sink for streamed text."""
@@ -326,7 +356,10 @@ class Agent:
             sink=EventSink([*(parent.sink.callbacks if parent else ()), *callbacks]),
             trace=trace, loop=loop, task=asyncio.current_task(),
             deadline=loop.time() + self.time_limit if self.time_limit else None, on_text=on_text,
+            stepper=stepper if parent is None else parent.stepper,
         )  # fmt: skip
+        if stepper is not None and parent is None:
+            stepper._bind(st)
         root.set(agent=self.name, model=self.model.name, run_id=rid, parent_call_id=parent_call_id,
                  depth=depth, system_prompt=system, prompt=prompt, tools=[s.name for s in st.specs],
                  max_turns=self.max_turns, time_limit=self.time_limit,
@@ -369,6 +402,8 @@ class Agent:
         """Close the trace, clean up, emit RunFinished; once per run."""
         CURRENT_RUN.reset(token)
         subscription.close()
+        if st.stepper is not None:
+            st.stepper._end(st)
         self._active.pop(st.run_id, None)
         if st.owns_executor:
             st.executor.close()

@@ -22,6 +22,11 @@
   agent on the cell's text: a general agent with the listed tools (default: every tool the
   policy allows), or agent NAME with the text as its one text input; ``--out h`` also puts
   the handle in ``h``.
+* ``--step`` (``%%ask --step``, ``%agent NAME --step ...``) steps through the run: it pauses
+  before each model request and each tool call, with Next / Edit / Give result / Run to end /
+  Stop buttons in the live view (:mod:`kode_nb.ui.step_view`) and ``h.step`` (a
+  :class:`~kode_nb.agents.Stepper`) to decide from a cell. Subagent runs pause too;
+  ``--step top`` (``--step=top`` for ``%agent``) lets them run through.
 * ``%model [NAME | $var]`` shows or sets the session's default model.
 
 A model given as ``$var`` (or a bare variable name) is a notebook variable holding a
@@ -42,6 +47,7 @@ import asyncio
 import contextlib
 import difflib
 import json
+import re
 import secrets
 import weakref
 from collections.abc import Mapping
@@ -258,13 +264,30 @@ def agent_line(session: KodeSession, shell: Any, line: str) -> AgentHandle:
         )
     name, rest = parts[0], parts[1] if len(parts) > 1 else ""
     where = f"%agent {name}"
+    rest, step = _step_flag(rest, where)
     tool, defn = _definition(session, name, where)
     try:
         arguments = parse_call_arguments(rest, tool.parameters, shell.user_ns)
     except UsageError as exc:
         raise UsageError(str(exc).replace("%tool:", f"{where}:", 1)) from None
     agent, prompt, executor = _direct_agent(session, defn, arguments, where)
-    return start_run(session, agent, prompt, close=executor)
+    return start_run(session, agent, prompt, close=executor, step=step)
+
+
+_STEP_FLAG = re.compile(r"(?:^|\s)--step(?:=(\S*))?(?=\s|$)")
+
+
+def _step_flag(rest: str, where: str) -> tuple[str, str | None]:
+    """``--step`` / ``--step=top`` taken out of ``%agent``'s arguments: (the rest, the mode)."""
+    found = list(_STEP_FLAG.finditer(rest))
+    if not found:
+        return rest, None
+    if len(found) > 1:
+        raise UsageError(f"{where}: give --step once")
+    mode = found[0].group(1) or "all"
+    if mode not in ("all", "top"):
+        raise UsageError(f"{where}: --step takes all or top (--step=top), got {mode!r}")
+    return (rest[: found[0].start()] + " " + rest[found[0].end() :]).strip(), mode
 
 
 def _text_input(defn: AgentDefinition, where: str) -> str:
@@ -336,7 +359,7 @@ def _ask(session: KodeSession, shell: Any, args: Any, cell: str) -> AgentHandle:
         agent, text, executor = _direct_agent(
             session, defn, {_text_input(defn, where): prompt}, where
         )
-        return start_run(session, agent, text, close=executor)
+        return start_run(session, agent, text, close=executor, step=getattr(args, "step", None))
     if args.model:
         spec = resolve_model_spec(args.model, ns, where)[0]
     else:
@@ -354,7 +377,7 @@ def _ask(session: KodeSession, shell: Any, args: Any, cell: str) -> AgentHandle:
         )  # fmt: skip
     except KodeUsageError as exc:
         raise UsageError(f"{where}: {exc}") from None
-    return start_run(session, agent, prompt)
+    return start_run(session, agent, prompt, step=getattr(args, "step", None))
 
 
 def model_line(session: KodeSession, shell: Any, line: str) -> None:
@@ -377,10 +400,15 @@ def model_line(session: KodeSession, shell: Any, line: str) -> None:
 # --------------------------------------------------------------------------- starting a run
 
 
-def start_run(session: KodeSession, agent: Agent, prompt: str, *, close: Any = None) -> AgentHandle:
+def start_run(
+    session: KodeSession, agent: Agent, prompt: str, *, close: Any = None, step: str | None = None
+) -> AgentHandle:
     """Start ``agent`` on ``prompt`` as a task on the kernel's loop; the handle comes back at
     once (without a running loop, as in terminal IPython, the run completes first).
-    ``close``: an executor to close when the run ends."""
+    ``close``: an executor to close when the run ends. ``step``: ``"all"`` or ``"top"`` to step
+    through the run (:mod:`kode_nb.agents._step`; the pauses show buttons in the live view,
+    and ``h.step`` drives them from a cell)."""
+    from kode_nb.agents import Stepper
     from kode_nb.ui.agent_handle import AgentHandle
 
     run_id = f"run_{secrets.token_hex(6)}"
@@ -390,7 +418,13 @@ def start_run(session: KodeSession, agent: Agent, prompt: str, *, close: Any = N
         loop = None
     style = session.style if loop is not None else "text"
     view = _make_view(session, agent, run_id, style, loop or session._loop())
-    handle = AgentHandle(agent=agent, run_id=run_id, view=view, shell=session.shell)
+    stepper = None
+    if step is not None:
+        if loop is None:
+            raise UsageError("--step needs a running event loop (a Jupyter kernel)")
+        stepper = Stepper(nested="top" if step == "top" else "all",
+                          on_pause=getattr(view, "on_step", None))  # fmt: skip
+    handle = AgentHandle(agent=agent, run_id=run_id, view=view, shell=session.shell, step=stepper)
     session.runs.add(handle)
     view.show()
     session.remember(view)
@@ -400,7 +434,7 @@ def start_run(session: KodeSession, agent: Agent, prompt: str, *, close: Any = N
         result = None
         error: BaseException | None = None
         try:
-            result = await agent.run(prompt, run_id=run_id, on_event=view.on_event)
+            result = await agent.run(prompt, run_id=run_id, on_event=view.on_event, step=stepper)
             return result
         except asyncio.CancelledError:
             result = agent.last_result

@@ -315,7 +315,8 @@ class KodeMagics(Magics):
         ``max_turns``, ``time_limit``, ``max_depth``, ``label``) between ``---`` lines + the
         system prompt registers it as a ``think`` tool other agents can call.
         ``%agent NAME key=value ...`` runs it; the cell returns a handle at once (``await h``,
-        ``h.cancel()``, ``h.approve()``, ``h.show_trace()``) and shows the live view.
+        ``h.cancel()``, ``h.approve()``, ``h.show_trace()``) and shows the live view;
+        ``%agent NAME --step[=top] ...`` pauses before each model request and tool call.
         ``%agent NAME --over VAR [--concurrency N] [--engine local|dask|ray] [--no-cache]``
         runs it once per row of a list of dicts or a DataFrame (:mod:`kode_nb.magics.many_magic`).
         See :mod:`kode_nb.magics.agent_magics`.
@@ -346,6 +347,14 @@ class KodeMagics(Magics):
         "--reask",
         action="store_true",
         help="ask once more after an empty answer or a tool call written as text",
+    )
+    @argument(
+        "--step",
+        nargs="?",
+        const="all",
+        choices=("all", "top"),
+        help="pause before each model request and tool call (Next/Edit/Give result/Run to "
+        "end/Stop); 'top': subagent runs run through",
     )
     @argument("--out", metavar="VAR", help="also store the handle in this notebook variable")
     @no_var_expand

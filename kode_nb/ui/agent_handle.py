@@ -5,7 +5,10 @@ The cell that starts a run returns at once (a run may wait for a click; see docs
 :class:`~kode_nb.agents.AgentRunResult`), check ``h.done()``, ``h.cancel()`` the run, read
 ``h.trace`` (live while it runs), answer an approval prompt with ``h.approve()`` /
 ``h.deny(reason)`` exactly as the buttons do (``await h.approval()`` first waits for one to
-appear), and ``h.show_trace()`` for the collapsible trace. No widget imports.
+appear), and ``h.show_trace()`` for the collapsible trace. A run started with ``--step`` has
+``h.step``, its :class:`~kode_nb.agents.Stepper`: ``await h.step.paused()`` for the pause
+point, then ``h.step.next()``, ``.edit(...)``, ``.give_result(text)``, ``.run_to_end()`` or
+``.stop(reason)``, exactly as the step buttons do. No widget imports.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode_nb.agents import Agent, AgentRunResult, Trace
+    from kode_nb.agents import Agent, AgentRunResult, Stepper, Trace
     from kode_nb.ui.trace_html import TraceDisplay
 
 __all__ = ["AgentHandle"]
@@ -23,7 +26,15 @@ __all__ = ["AgentHandle"]
 class AgentHandle:
     """An agent run started from the notebook: await it, poll it, approve in it, or cancel it."""
 
-    def __init__(self, *, agent: Agent, run_id: str, view: Any = None, shell: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        agent: Agent,
+        run_id: str,
+        view: Any = None,
+        shell: Any = None,
+        step: Stepper | None = None,
+    ) -> None:
         self.agent = agent
         """The :class:`~kode_nb.agents.Agent` running."""
         self.run_id = run_id
@@ -34,6 +45,8 @@ class AgentHandle:
         """The background task (``None`` when the run completed synchronously)."""
         self.exception: BaseException | None = None
         """What the run raised, if it could not even produce a result (a missing API key...)."""
+        self.step = step
+        """The run's :class:`~kode_nb.agents.Stepper` when it steps (``--step``), else ``None``."""
         self._result: AgentRunResult | None = None
         self._shell = shell
         self._shown_in: int | None = getattr(shell, "execution_count", None)
@@ -51,11 +64,13 @@ class AgentHandle:
 
     @property
     def status(self) -> str:
-        """``running``, ``waiting for approval``, or how the run ended."""
+        """``running``, ``waiting for approval``, ``paused (step)``, or how the run ended."""
         if self._result is not None:
             return self._result.status
         if self.exception is not None:
             return "error"
+        if self.step is not None and self.step.current is not None:
+            return "paused (step)"
         waiting = getattr(self.view, "waiting_prompt", lambda: None)()
         return "waiting for approval" if waiting is not None else "running"
 

@@ -8,6 +8,7 @@ used by the live view (:mod:`kode_nb.ui.agent_view`). No widget imports here.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from kode_nb._redact import redact_text
@@ -112,6 +113,19 @@ class StaticRunView:
 
     def on_update(self, event: Any) -> None:
         """Streamed tool output is shown in the result; nothing to do here."""
+
+    def on_step(self, point: Any) -> None:
+        """A pause point (stepping): no buttons here, so say how to decide from a cell."""
+        pad = "  " * point.depth
+        if point.kind == "tool_call":
+            what = (
+                f"tool {point.tool} {json.dumps(point.arguments, ensure_ascii=False, default=str)}"
+            )
+        else:
+            what = f"model request ({len(point.messages)} messages)"
+        self._log(f"{pad}  ❚❚ paused before {what}: h.step.next() / .edit(...) / "
+                  f"{'.give_result(text) / ' if point.kind == 'tool_call' else ''}"
+                  ".run_to_end() / .stop(reason)")  # fmt: skip
 
     def _log(self, line: str) -> None:
         line = redact_text(line)

@@ -39,15 +39,17 @@ from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.delegation import DelegationTree
-from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
+from kode_nb.ui.html import BOX, PRE, call_args_html, clip, esc, fmt_duration, status_badge
 from kode_nb.ui.records import Record, run_record
 from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
+    from kode_nb.agents._step import StepPoint
     from kode_nb.agents.result import AgentRunResult
     from kode_nb.ui.approval import ApprovalPrompt
+    from kode_nb.ui.step_view import StepPrompt
     from kode_nb.ui.stream import StreamView
 
 __all__ = ["RunView", "ToolRow"]
@@ -74,6 +76,8 @@ class ToolRow(CallView):
         self.root = root
         self.child: RunView | None = None
         """The subagent run this call started, if any."""
+        self.step: StepPrompt | None = None
+        """The pause before it ran, when stepping."""
         super().__init__(**kwargs)
 
     def attach(self, child: RunView) -> None:
@@ -85,9 +89,26 @@ class ToolRow(CallView):
         super().show_approval(prompt)
         self.root.approval_shown(prompt)
 
+    def show_step(self, prompt: StepPrompt) -> None:
+        """A pause before the call runs (stepping): its buttons, under the arguments."""
+        self.step = prompt
+        self.children = (*self.children, prompt)
+        self._set_state("paused")
+        prompt.on_close = lambda: self._stepped(prompt)
+
+    def _stepped(self, prompt: StepPrompt) -> None:
+        """The pause is decided: the row shows the arguments that will run."""
+        decision = prompt.point.decision
+        if decision is not None and decision.action == "edit":
+            self.arguments = decision.value
+            self.args.value = call_args_html(self.arguments)
+        self._set_state("queued")
+
     def html(self) -> str:
-        extra = (self.prompt.html() if self.prompt is not None else "") + (
-            self.child.html() if self.child is not None else ""
+        extra = (
+            (self.step.html() if self.step is not None else "")
+            + (self.prompt.html() if self.prompt is not None else "")
+            + (self.child.html() if self.child is not None else "")
         )
         from kode_nb.ui.html import call_html
 
@@ -138,9 +159,13 @@ class RunView(W.VBox):  # type: ignore[misc]
         """(Top level) every run of the tree, by run id."""
         self.all_rows: dict[str, ToolRow] = {}
         """(Top level) every tool row of the tree, by call id."""
+        self.step_prompts: list[StepPrompt] = []
+        """This run's pauses (stepping), in order."""
         self.waiters: list[asyncio.Future[bool]] = []
         """(Top level) futures resolved when an approval prompt appears or the run ends."""
-        self._parts: list[tuple[str, Any]] = []  # ("turn", n) | ("text", StreamView) | ("row", row)
+        self._parts: list[
+            tuple[str, Any]
+        ] = []  # ("turn", n) | ("text", StreamView) | ("row", row) | ("step", StepPrompt)
         self._stream: StreamView | None = None
         self._t0 = time.monotonic()
         self._coalescer = Coalescer(self._flush, rate=rate, loop=self.loop)
@@ -248,6 +273,27 @@ class RunView(W.VBox):  # type: ignore[misc]
             self._parts.append(("text", self._stream))
             self.body.children = (*self.body.children, self._stream)
         self._stream.append(chunk)
+
+    # ------------------------------------------------------------------ stepping
+
+    def on_step(self, point: StepPoint) -> None:
+        """(Top level) A pause point of any run of the tree: its buttons go into the tool row
+        (a tool call) or the run's body (a model request)."""
+        from kode_nb.ui.step_view import StepPrompt
+
+        view = self.root.runs.get(point.run_id)
+        if view is None or point.done:
+            return
+        prompt = StepPrompt(point, loop=self.loop)
+        view.step_prompts.append(prompt)
+        row = view.rows.get(point.call_id) if point.kind == "tool_call" else None
+        if row is not None:
+            row.show_step(prompt)
+        else:
+            view._parts.append(("step", prompt))
+            view.body.children = (*view.body.children, prompt)
+        if self.root.tree is not None:
+            self.root.tree.refresh()
 
     # ------------------------------------------------------------------ approvals
 
@@ -373,6 +419,8 @@ class RunView(W.VBox):  # type: ignore[misc]
                 parts.append(f'<div style="{MUTED};font-size:12px">Turn {part}</div>')
             elif kind == "text":
                 parts.append(f'<pre style="{PRE}">{esc(clip(part.text))}</pre>')
+            elif kind == "step":
+                parts.append(part.html())
             else:
                 parts.append(part.html())
         if self.result is not None:

@@ -130,6 +130,10 @@ class _Line(W.HBox):  # type: ignore[misc]
         if waiting:
             more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
             parts.append(f"⏸ approve {waiting[0].request.tool}?{more}")
+        paused = [p.point for p in getattr(v, "step_prompts", ()) if not p.point.done]
+        if paused:
+            where = f"tool {paused[0].tool}" if paused[0].kind == "tool_call" else "model request"
+            parts.append(f"❚❚ paused before {where}")
         return " · ".join(parts)
 
     def refresh(self) -> None:

@@ -232,6 +232,10 @@ def run_html(data: Mapping[str, Any]) -> str:
         parts.append(f"<div><b>answer</b></div>{markdown(str(data['output']))}")
     for warning in data.get("warnings") or ():
         parts.append(f"<div>⚠ {_esc(warning)}</div>")
+    steps = data.get("steps")
+    if steps:
+        parts.append(f"<div>❚❚ <b>stepped</b>: {_esc(_steps_line(steps))}</div>")
+        parts.extend(f"<div>✎ {_esc(line)}</div>" for line in steps.get("changes") or ())
     if data.get("trace"):
         parts.append(trace_html(data["trace"]))
     return "".join(parts) + "</div>"
@@ -249,12 +253,22 @@ def run_text(data: Mapping[str, Any]) -> str:
         )
         if p
     )
+    steps = data.get("steps")
+    if steps:
+        line += "\nstepped: " + _steps_line(steps)
+        line += "".join(f"\n  {change}" for change in steps.get("changes") or ())
     interrupted = data.get("interrupted")
     if interrupted:
         return f"{line}\ninterrupted in turn {interrupted['turn']}: {interrupted['reason']}"
     if data.get("output") is not None:
         return f"{line}\n{_clip(str(data['output']), 2_000)}"
     return f"{line}\n{data['error']}" if data.get("error") else line
+
+
+def _steps_line(steps: Mapping[str, Any]) -> str:
+    pauses, changes = steps.get("pauses", 0), len(steps.get("changes") or ())
+    return (f"{pauses} pause{'s' if pauses != 1 else ''}, {changes} change"
+            f"{'s' if changes != 1 else ''} by hand")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- traces
@@ -308,6 +322,8 @@ def _span_body(span: Mapping[str, Any]) -> str:
             estimate = a.get("request_tokens_estimate")
             size = f", request ≈ {estimate} tokens" if isinstance(estimate, int) else ""
             parts.append(_labelled(f"new this turn ({len(new)} messages{size})", new))
+        parts.extend(f"<div>{_esc(_step_event(e))}</div>" for e in span.get("events") or ()
+                     if e.get("name") == "step_edit")  # fmt: skip
         response = a.get("response") or {}
         parts.append(_labelled("text", response.get("text")))
         calls = [f"{c.get('name')}({c.get('arguments')})" for c in response.get("tool_calls") or []]
@@ -318,6 +334,8 @@ def _span_body(span: Mapping[str, Any]) -> str:
             if event.get("name") == "approval_resolved":
                 ev = event.get("attributes") or {}
                 parts.append(f"<div>{_esc(approval_line(_decision(ev)))}</div>")
+            elif event.get("name") in ("step_edit", "step_given"):
+                parts.append(f"<div>{_esc(_step_event(event))}</div>")
         result = a.get("result") or {}
         parts.append(_labelled(f"result ({result.get('status', '?')})", result.get("text")))
         if "model_text" in a:
@@ -330,6 +348,17 @@ def _span_body(span: Mapping[str, Any]) -> str:
     if kind == "run" and a.get("output") is not None:
         parts.append(_labelled("output", a.get("output")))
     return "".join(parts)
+
+
+def _step_event(event: Mapping[str, Any]) -> str:
+    ev = event.get("attributes") or {}
+    if event.get("name") == "step_given":
+        return f"✍ result given by hand (the tool did not run): {ev.get('text')}"
+    if "message" in ev:
+        return (
+            f"✎ message [{ev.get('message')}] ({ev.get('role')}) edited by hand: {ev.get('after')}"
+        )
+    return f"✎ arguments edited by hand, from {json.dumps(ev.get('before'), default=str)}"
 
 
 def _decision(attrs: Mapping[str, Any]) -> dict[str, Any]:

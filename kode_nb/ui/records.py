@@ -223,8 +223,47 @@ def run_record(
         "cost": result.cost if result is not None else None,
         "trace": _jsonable(trace.to_dict()) if trace is not None else None,
     }
+    if data["trace"] is not None:
+        steps = steps_of(data["trace"]["root"])
+        if steps is not None:
+            data["steps"] = steps
     data = redact(data)
     return Record("run", data, RH.run_html(data), RH.run_text(data))
+
+
+def steps_of(root: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a stepped run's pauses decided, from its trace's ``step*`` span events:
+    ``{"pauses": n, "changes": [line, ...]}`` (edits and results given by hand, in order);
+    ``None`` when the run did not step."""
+    pauses, changes = 0, []
+    todo: list[tuple[Mapping[str, Any], str, Any]] = [(root, str(root.get("name", "")), None)]
+    while todo:
+        span, agent, turn = todo.pop()
+        kind = span.get("kind")
+        attrs = span.get("attributes") or {}
+        agent = str(span.get("name", agent)) if kind == "run" else agent
+        turn = attrs.get("turn", turn) if kind == "turn" else turn
+        where = f"{agent}, turn {turn}"
+        for event in span.get("events") or ():
+            name, ev = event.get("name"), event.get("attributes") or {}
+            if name == "step":
+                pauses += 1
+            elif name == "step_edit" and kind == "tool_call":
+                changes.append(f"{where}: {attrs.get('tool')} arguments edited by hand: "
+                               f"{_short(ev.get('before'))} → {_short(ev.get('after'))}")  # fmt: skip
+            elif name == "step_edit":
+                changes.append(f"{where}: message [{ev.get('message')}] ({ev.get('role')}) "
+                               f"edited by hand: {_short(ev.get('after'))}")  # fmt: skip
+            elif name == "step_given":
+                changes.append(f"{where}: {attrs.get('tool')} result given by hand (not run): "
+                               f"{_short(ev.get('text'))}")  # fmt: skip
+        todo.extend((c, agent, turn) for c in reversed(span.get("children") or ()))
+    return {"pauses": pauses, "changes": changes} if pauses else None
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _output_text(output: Any) -> str:

@@ -99,7 +99,8 @@ def _events_html(span: Span) -> str:
     for event in span.events:
         attrs = event.get("attributes") or {}
         name = str(event.get("name", ""))
-        if name in ("approval_requested", "approval_resolved", "failed", "cancelled", "timed_out"):
+        if name in ("approval_requested", "approval_resolved", "failed", "cancelled", "timed_out",
+                    "step_edit", "step_given"):  # fmt: skip
             extra = ", ".join(f"{k}={v}" for k, v in attrs.items() if v not in (None, "", False))
             shown.append(f"<code>{esc(name)}</code> {esc(extra)}")
     if not shown:
@@ -120,6 +121,7 @@ def _body(span: Span, open_levels: int) -> str:
         parts.append(_pre("text", response.get("text")))
         calls = [f"{c.get('name')}({c.get('arguments')})" for c in response.get("tool_calls") or []]
         parts.append(_pre("tool calls", "\n".join(calls)))
+        parts.append(_events_html(span))
     elif span.kind == "tool_call":
         parts.append(_pre("arguments", a.get("arguments")))
         parts.append(_events_html(span))
