@@ -224,13 +224,20 @@ def test_without_kode_nb_in_the_kernel_it_says_what_to_do(lab: tuple[str, Path])
         page.locator(".Toastify").get_by_text("needs a running kernel").first.wait_for(
             timeout=10_000
         )
-        # the command on a cell with no trace names that instead
+        # the command on a cell with no trace, or naming a trace no cell shows, says that instead
+        plain = page.evaluate(
+            f"""() => {NB}.widgets.findIndex(c => !c.node.querySelector('.kode-nb-trace'))"""
+        )
         outcome = page.evaluate(
-            f"""async () => {{ {NB}.activeCellIndex = 0;
+            f"""async () => {{ {NB}.activeCellIndex = {plain};
                 return await window.jupyterapp.commands.execute('kode-nb:expand-trace'); }}"""
-        ) if index != 0 else None  # fmt: skip
-        if outcome is not None:
-            assert outcome["message"].startswith("The active cell has no kode_nb trace output")
+        )
+        assert outcome["message"].startswith("The active cell has no kode_nb trace output")
+        outcome = page.evaluate(
+            """async () => await window.jupyterapp.commands.execute(
+                 'kode-nb:expand-trace', {traceId: 'feedface00'})"""
+        )
+        assert outcome["message"] == "No cell in this notebook shows the kode_nb trace feedface."
         # and with no kernel at all
         shutdown_kernel(page)
         page.wait_for_function(
