@@ -24,7 +24,7 @@ export interface CommandRequest {
 
 /** Ask for `command` from the element `from`; null when nothing listens. */
 export function requestCommand(
-  from: HTMLElement,
+  from: EventTarget,
   command: string,
   args: Record<string, unknown>
 ): Promise<CommandOutcome> | null {
@@ -36,11 +36,11 @@ export function requestCommand(
 /** Answer the requests made under `target`; returns the function that stops listening. */
 export function listenForCommands(
   target: EventTarget,
-  run: (request: CommandRequest, origin: HTMLElement) => Promise<CommandOutcome>
+  run: (request: CommandRequest, origin: EventTarget) => Promise<CommandOutcome>
 ): () => void {
   const handler = (event: Event) => {
     const detail = (event as CustomEvent<CommandRequest>).detail;
-    if (!detail || typeof detail.command !== 'string' || !(event.target instanceof HTMLElement)) {
+    if (!detail || typeof detail.command !== 'string' || !event.target || detail.result) {
       return;
     }
     event.preventDefault();

@@ -18,7 +18,10 @@ import { ToolsPanel } from './panel/widget';
 const CATEGORY = 'kode_nb';
 
 /** The notebook cell (its model id) whose DOM holds `node`. */
-function cellHolding(tracker: INotebookTracker, node: HTMLElement): string | undefined {
+function cellHolding(tracker: INotebookTracker, node: EventTarget): string | undefined {
+  if (!(node instanceof Node)) {
+    return undefined;
+  }
   let found: string | undefined;
   tracker.forEach(panel => {
     const cell = panel.content.widgets.find(w => w.node.contains(node));

@@ -1,7 +1,7 @@
 """The kode_nb tools panel in Notebook 7's notebook page (``/notebooks/<name>.ipynb``), headless
 Chromium: the panel is in the page's left area (hidden until opened, like every Notebook 7
 sidebar), View > Left Sidebar and ``kode-nb:show-tools`` open it, and it shows a tool within seconds of
-its ``%%tool`` cell.
+its ``%%tool`` cell. The trace viewer's "Expand into cells" works there too.
 
 Needs the Debian ``chromium`` package and Python ``playwright`` (never ``playwright install``), and
 the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
@@ -27,6 +27,7 @@ from .browser import (
     wait_output,
 )
 from .conftest import EXT
+from .test_browser_expand import RUN
 from .test_browser_tools_panel import ADD, PANEL
 from .test_browser_trace_viewer import _labextension_installed
 
@@ -35,7 +36,12 @@ pytestmark = pytest.mark.skipif(
     reason="needs the kode-nb labextension built into this venv: bash scripts/dev.sh install",
 )
 
-CELLS = [f"%load_ext {EXT}", ADD, "h = %tool add a=2 b=3"]
+CELLS = [
+    f"%load_ext {EXT}",
+    ADD,
+    "h = %tool add a=2 b=3",
+    RUN.replace("define_tool(add, inline=True)\n", ""),
+]
 
 
 @pytest.fixture(scope="module")
@@ -94,5 +100,23 @@ def test_the_tools_panel_in_notebook_7(notebook7: tuple[str, Path]) -> None:
             timeout=5_000,
         )
         page.screenshot(path=str(ARTIFACTS / "notebook7_panel.png"), full_page=True)
+
+        # the trace viewer's Expand into cells, in Notebook 7's page
+        run_cell(page, 3)
+        wait_output(page, 3, "ANSWER: ")
+        viewer = page.locator(".jp-Cell").nth(3).locator(".kode-nb-trace")
+        viewer.get_by_role("button", name="Expand into cells").click()
+        viewer.locator(".kode-nb-trace-status").get_by_text("Inserted").wait_for(timeout=20_000)
+        page.wait_for_function(
+            "() => window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.isHidden)"
+            ".length > 10",
+            timeout=10_000,
+        )
+        first_new = page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.content.widgets[4].model"
+            ".getMetadata('kode_nb').role"
+        )
+        assert first_new == "setup"
+        page.screenshot(path=str(ARTIFACTS / "notebook7_expand.png"), full_page=True)
         assert not [e for e in errors if "kode" in e.lower() or "comm" in e.lower()], errors
         shutdown_kernel(page)
