@@ -71,11 +71,11 @@ model = ScriptedModel([
     call("add", a=42, b=1),
     "The helper said forty-two; plus one is 43.",
 ])
-result = await Agent(model=model, tools=["helper", "add"]).run("go")
-print("ANSWER:", result.output)
-display(trace_record(result.trace))'''
+original = await Agent(model=model, tools=["helper", "add"]).run("go")
+print("ANSWER:", original.output)
+display(trace_record(original.trace))'''
 
-CELLS = [f"%load_ext {EXT}", RUN, "after = 'the cell after the run'"]
+CELLS = [f"%load_ext {EXT}", RUN, "after = 'the cell after the run'", "%expand_trace original"]
 NB = "window.jupyterapp.shell.currentWidget.content"
 
 
@@ -94,6 +94,7 @@ def cells(page: Any) -> list[dict[str, Any]]:
         f"""() => {NB}.widgets.map(c => ({{
               type: c.model.type, source: c.model.sharedModel.getSource(), hidden: c.isHidden,
               collapsed: c.headingCollapsed === true,
+              outputs: c.model.toJSON().outputs || [],
               button: !!c.node.querySelector('.jp-collapseHeadingButton.jp-mod-collapsed'),
               role: ((c.model.getMetadata('kode_nb') || {{}}).role) || null }}))"""
     )
@@ -124,8 +125,8 @@ def test_expand_into_cells_and_fork_from_here(lab: tuple[str, Path]) -> None:
         page.screenshot(path=str(ARTIFACTS / "expand_collapsed.png"), full_page=True)
 
         now = cells(page)
-        new = now[2:-1]  # directly below the run's cell, above the cell that followed it
-        assert now[-1]["source"] == CELLS[2]
+        new = now[2:-2]  # directly below the run's cell, above the cell that followed it
+        assert [c["source"] for c in now[-2:]] == CELLS[2:]
         assert new[0]["role"] == "setup"
         assert new[-1]["role"] == "replay"
         headings = [c for c in new if c["role"] in ("run", "turn")]
@@ -145,6 +146,8 @@ def test_expand_into_cells_and_fork_from_here(lab: tuple[str, Path]) -> None:
         assert [c["role"] for c in visible] == ["setup", "run", "replay_heading", "replay"]
         tool_cells = [c for c in new if c["role"] == "tool_call"]
         assert len(tool_cells) == 3
+        recorded = [c["outputs"][0]["data"]["text/plain"] for c in tool_cells]
+        assert recorded == ["forty-two", "42", "43"]  # each call's recorded result, not yet run
 
         # saved: the collapsed headings are in the file's metadata too
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
@@ -155,7 +158,7 @@ def test_expand_into_cells_and_fork_from_here(lab: tuple[str, Path]) -> None:
         assert len(saved_headings) == 7
         assert all(c["metadata"]["jp-MarkdownHeadingCollapsed"] is True for c in saved_headings)
 
-        # run the new cells (no network: the replay answers from the trace)
+        # run the new cells, and the ones below (no network: the replay answers from the trace)
         first_new, replay_index = 2, 2 + len(new) - 1
         page.evaluate(
             f"""async () => {{ {NB}.activeCellIndex = {first_new};
@@ -186,6 +189,17 @@ def test_expand_into_cells_and_fork_from_here(lab: tuple[str, Path]) -> None:
         assert lines[-2].endswith('", edit=None)')
         assert lines[-1] == "forked"
         page.screenshot(path=str(ARTIFACTS / "expand_fork.png"), full_page=True)
+
+        # %expand_trace (the kernel's insert_cells request; run by run-all-below above): its
+        # headings are collapsed in the page too
+        sources = [c["source"] for c in cells(page)]
+        magic = sources.index(CELLS[3])
+        wait_output(page, magic, "Inserted 16 cells below this cell")
+        below = cells(page)[magic + 1 :]
+        assert [c["role"] for c in below if not c["hidden"]] == [
+            "setup", "run", "replay_heading", "replay",
+        ]  # fmt: skip
+        assert len(below) == len(new)
         assert not [e for e in errors if "kode" in e.lower()], errors
         shutdown_kernel(page)
     assert (folder / "expand.ipynb").exists()
