@@ -1,7 +1,8 @@
 """The kode_nb tools panel in Notebook 7's notebook page (``/notebooks/<name>.ipynb``), headless
 Chromium: the panel is in the page's left area (hidden until opened, like every Notebook 7
 sidebar), View > Left Sidebar and ``kode-nb:show-tools`` open it, and it shows a tool within seconds of
-its ``%%tool`` cell. The trace viewer's "Expand into cells" works there too.
+its ``%%tool`` cell. The trace viewer's "Expand into cells" works there too, and lists what the
+kernel cannot reproduce (a tool removed since the run).
 
 Needs the Debian ``chromium`` package and Python ``playwright`` (never ``playwright install``), and
 the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
@@ -37,11 +38,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 CELLS = [
-    f"%load_ext {EXT}",
-    ADD,
-    "h = %tool add a=2 b=3",
-    RUN.replace("define_tool(add, inline=True)\n", ""),
-]
+    f"%load_ext {EXT}", ADD, "h = %tool add a=2 b=3",
+    RUN.replace("define_tool(add, inline=True)\n", ""), "%tools remove add",
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -104,9 +103,15 @@ def test_the_tools_panel_in_notebook_7(notebook7: tuple[str, Path]) -> None:
         # the trace viewer's Expand into cells, in Notebook 7's page
         run_cell(page, 3)
         wait_output(page, 3, "ANSWER: ")
+        run_cell(page, 4)
+        panel.locator('.kode-nb-panel-row[data-tool="add"]').wait_for(state="detached")
         viewer = page.locator(".jp-Cell").nth(3).locator(".kode-nb-trace")
         viewer.get_by_role("button", name="Expand into cells").click()
         viewer.locator(".kode-nb-trace-status").get_by_text("Inserted").wait_for(timeout=20_000)
+        notes = viewer.locator(".kode-nb-trace-notes li").all_inner_texts()
+        assert len(notes) == 2, notes  # the helper's call of add, and the main run's
+        assert all(n.startswith("tool `add` (call ") for n in notes), notes
+        assert all("is not registered in this kernel" in n for n in notes), notes
         page.wait_for_function(
             "() => window.jupyterapp.shell.currentWidget.content.widgets.filter(c => c.isHidden)"
             ".length > 10",
