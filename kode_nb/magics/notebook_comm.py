@@ -7,6 +7,9 @@ kernel is ready; ``%load_ext kode_nb`` registers the target (:func:`register`), 
 tools are added, replaced or removed or calls finish, coalesced to at most :data:`RATE` messages a
 second (the latest state wins), so 100,000 calls send a few messages, not 100,000. The last opened
 channel is the notebook tools' front end (:data:`kode_nb.builtins.notebook.LINK`).
+
+The front end also asks the kernel (``expand``, ``fork``: the trace viewer's "Expand into cells"
+and "Fork from here"); :mod:`kode_nb.magics.expand` makes those answers.
 """
 
 from __future__ import annotations
@@ -200,11 +203,30 @@ class NotebookChannel:
                 self._reply(data)
             elif op == "refresh":
                 self._send({"op": "tools", **self.state()})
+            elif op in ("expand", "fork"):
+                self._answer(op, data)
             else:
                 self.comm.send({"op": "error", "error": f"unknown op {op!r}"})
         except Exception as exc:
             log.exception("kode_nb.notebook: %s failed", op)
             self.comm.send({"op": "error", "error": f"{op} failed: {exc}"})
+
+    def _answer(self, op: str, data: dict[str, Any]) -> None:
+        """A front-end request: ``{"op": "reply", "request_id", "ok", "result" | "error"}``; bad
+        input is an ``ok: false`` reply saying what is wrong, never an exception in the kernel."""
+        from kode_nb.magics.expand import expand_request, fork_request
+
+        reply: dict[str, Any] = {"op": "reply", "request_id": str(data.get("request_id", ""))}
+        try:
+            if op == "expand":
+                result = expand_request(data, set(self.session.registry.names()))
+            else:
+                result = fork_request(data)
+        except Exception as exc:  # a bad request is answered, never raised
+            reply.update(ok=False, error=str(exc) or type(exc).__name__)
+        else:
+            reply.update(ok=True, result=result)
+        self.comm.send(reply)
 
     def _card(self, name: str) -> None:
         from kode_nb.ui.records import card_record

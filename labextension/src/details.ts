@@ -278,8 +278,33 @@ function eventsSection(flat: FlatTrace, s: SpanData): HTMLElement | null {
   );
 }
 
-/** The pane for span `index`. */
-export function renderDetails(flat: FlatTrace, index: number): HTMLElement {
+function forkButton(action: () => void): HTMLElement {
+  const button = h(
+    'button.kode-nb-button.kode-nb-fork',
+    {
+      type: 'button',
+      title:
+        'Insert a cell below the trace that re-runs this run from here (kode_nb.fork): change ' +
+        'what should differ, then run it'
+    },
+    'Fork from here'
+  );
+  button.addEventListener('click', event => {
+    event.stopPropagation();
+    action();
+  });
+  return button;
+}
+
+/** Span kinds a run can be forked at ("Fork from here"). */
+export const FORKABLE = ['turn', 'model_call', 'tool_call'];
+
+/** The pane for span `index`; `fork` (in a notebook) adds "Fork from here" to forkable spans. */
+export function renderDetails(
+  flat: FlatTrace,
+  index: number,
+  fork?: (span: SpanData) => void
+): HTMLElement {
   const s = flat.spans[index];
   const span = s.span;
   const a = span.attributes;
@@ -316,7 +341,8 @@ export function renderDetails(flat: FlatTrace, index: number): HTMLElement {
       h('span.kode-nb-kind', null, span.kind),
       h('b.kode-nb-details-name', null, span.name),
       statusBadge(span.status),
-      copyButton('Copy JSON', () => JSON.stringify(span, null, 2))
+      copyButton('Copy JSON', () => JSON.stringify(span, null, 2)),
+      fork && FORKABLE.includes(span.kind) && span.span_id ? forkButton(() => fork(span)) : null
     ),
     field(
       'duration',

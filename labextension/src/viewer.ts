@@ -1,10 +1,12 @@
 /**
  * The trace viewer: a virtualized span tree with a timeline beside it, a details pane, search and
- * kind/status filters, expand/collapse all, keyboard navigation, copy and download.
+ * kind/status filters, expand/collapse all, keyboard navigation, copy and download, and (in a
+ * notebook, through src/bridge.ts) "Expand into cells" and the details pane's "Fork from here".
  * Root element `.kode-nb-trace`; each drawn span row `.kode-nb-span`.
  */
 
-import { download, h } from './dom';
+import { CommandOutcome, requestCommand } from './bridge';
+import { append, download, h } from './dom';
 import { kindLabel, makeRow, RowEls, rowMeta, select } from './rows';
 import { renderDetails } from './details';
 import { applyFilter, facets, Filter, FilterResult, isActive, visibleRows } from './core/filter';
@@ -39,6 +41,7 @@ export class TraceViewer {
     this.spacer = h('div.kode-nb-trace-spacer');
     this.list.appendChild(this.spacer);
     this.details = h('div.kode-nb-trace-details', { role: 'region', 'aria-label': 'Span details' });
+    this.status = h('div.kode-nb-trace-status', { role: 'status', 'aria-live': 'polite' });
     this.build();
     this.refresh();
     this.select(0, false);
@@ -71,6 +74,12 @@ export class TraceViewer {
       this.count,
       button('Expand all', 'Expand every span', () => this.setCollapsed(new Set())),
       button('Collapse all', 'Collapse every span with children', () => this.collapseAll()),
+      button(
+        'Expand into cells',
+        'Insert this run below as notebook cells: collapsed headings per run and turn, one cell ' +
+          'per tool call with its recorded result, and a cell that replays the run offline',
+        () => this.command('kode-nb:expand-trace', { traceId: this.flat.trace.trace_id })
+      ),
       button('JSON', 'Download the trace as kode_nb JSON', () =>
         download(
           `trace-${this.flat.trace.trace_id || 'kode_nb'}.json`,
@@ -95,6 +104,7 @@ export class TraceViewer {
     this.node.append(
       summary,
       toolbar,
+      this.status,
       h(
         'div.kode-nb-trace-body',
         null,
@@ -132,6 +142,53 @@ export class TraceViewer {
         this.search.focus();
       }
     });
+  }
+
+  /** Run a notebook command for this trace and show its outcome under the toolbar. */
+  private command(command: string, args: Record<string, unknown>): void {
+    const result = requestCommand(this.node, command, args);
+    if (!result) {
+      this.showStatus({
+        ok: false,
+        message:
+          'This needs a notebook with the kode_nb JupyterLab extension (JupyterLab 4 or ' +
+          'Notebook 7): open the notebook there.'
+      });
+      return;
+    }
+    this.showStatus({ ok: true, message: 'Asking the kernel…' });
+    result.then(
+      outcome => this.showStatus(outcome),
+      error => this.showStatus({ ok: false, message: String(error) })
+    );
+  }
+
+  private showStatus(outcome: CommandOutcome): void {
+    const notes = outcome.notes ?? [];
+    this.status.className = `kode-nb-trace-status kode-nb-trace-status-${outcome.ok ? 'ok' : 'error'}`;
+    this.status.replaceChildren();
+    append(
+      this.status,
+      h('span', null, outcome.message),
+      notes.length
+        ? h(
+            'ul.kode-nb-trace-notes',
+            { 'aria-label': 'What could not be reproduced' },
+            ...notes.map(n => h('li', null, n))
+          )
+        : null,
+      h(
+        'button.kode-nb-button.kode-nb-trace-status-close',
+        { type: 'button', title: 'Dismiss' },
+        '×'
+      )
+    );
+    this.status.lastElementChild?.addEventListener('click', () => this.clearStatus());
+  }
+
+  private clearStatus(): void {
+    this.status.className = 'kode-nb-trace-status';
+    this.status.replaceChildren();
   }
 
   private axis(): HTMLElement {
@@ -300,7 +357,14 @@ export class TraceViewer {
       return;
     }
     this.selected = index;
-    this.details.replaceChildren(renderDetails(this.flat, index));
+    this.details.replaceChildren(
+      renderDetails(this.flat, index, span =>
+        this.command('kode-nb:fork-trace', {
+          traceId: this.flat.trace.trace_id,
+          spanId: span.span_id
+        })
+      )
+    );
     const pos = this.position(index);
     if (scroll && pos >= 0) {
       this.list.scrollTop = scrollToShow(
@@ -393,6 +457,7 @@ export class TraceViewer {
   private list: HTMLElement;
   private spacer: HTMLElement;
   private details: HTMLElement;
+  private status: HTMLElement;
   private pool: RowEls[] = [];
   private rows: Int32Array = new Int32Array(0);
   private rowPos = new Map<number, number>();

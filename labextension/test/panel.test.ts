@@ -7,7 +7,8 @@ import {
   filterTools,
   formatP95,
   outputsText,
-  parseState
+  parseState,
+  tracesInOutputs
 } from '../src/panel/protocol';
 
 const state = parseState({
@@ -78,4 +79,33 @@ test('formatP95, bounded and outputsText', () => {
     { output_type: 'error', ename: 'ValueError', evalue: 'bad' }
   ]);
   assert.equal(text, 'ab\n\n42\n<html output>\nValueError: bad');
+});
+
+test('tracesInOutputs finds trace records and the traces inside run records', () => {
+  const trace = (id: string) => ({
+    schema: 'kode_nb.trace/v2',
+    trace_id: id,
+    root: { kind: 'run' }
+  });
+  const outputs = [
+    { output_type: 'stream', name: 'stdout', text: 'hi' },
+    { output_type: 'display_data', data: { 'application/vnd.kode-nb.trace+json': trace('a1') } },
+    { output_type: 'display_data', data: { 'application/vnd.kode-nb.trace+json': { root: 7 } } },
+    {
+      output_type: 'execute_result',
+      data: { 'application/vnd.kode-nb.run+json': { schema: 'kode_nb.run/v1', trace: trace('b2') } }
+    },
+    { output_type: 'display_data', data: { 'application/vnd.kode-nb.run+json': { trace: null } } },
+    'not an output'
+  ];
+  assert.deepEqual(
+    tracesInOutputs(outputs).map(t => t['trace_id']),
+    ['a1', 'b2']
+  );
+  assert.deepEqual(
+    tracesInOutputs(outputs, 'b2').map(t => t['trace_id']),
+    ['b2']
+  );
+  assert.deepEqual(tracesInOutputs(outputs, 'zz'), []);
+  assert.deepEqual(tracesInOutputs(null), []);
 });

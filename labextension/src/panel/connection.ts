@@ -2,13 +2,15 @@
  * One notebook's side of the kode_nb.notebook comm: opens it when the kernel is ready (again after
  * a restart, or after a cell mentioning kode_nb ran while it was closed), keeps the latest tool
  * state, and answers the kernel's requests on the notebook (list/read/insert/run cells, insert
- * cells). Protocol: docs/RECORDS.md, "Comm protocol".
+ * cells), and sends the front end's own requests (`expand`, `fork`) and waits for their replies.
+ * Protocol: docs/RECORDS.md, "Comm protocol".
  */
 
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { collapseHeadings, insertCells } from './cells';
 import { bounded, outputsText, PanelState, parseState, TARGET } from './protocol';
 
 export type Status = 'connecting' | 'connected' | 'absent' | 'no-kernel';
@@ -16,6 +18,25 @@ export type Status = 'connecting' | 'connected' | 'absent' | 'no-kernel';
 type Obj = Record<string, unknown>;
 
 const MAX_TRACKED = 200;
+
+/** A request the kernel cannot take: no kernel, or kode_nb is not loaded in it. */
+export class KernelAbsentError extends Error {
+  constructor(readonly status: Status) {
+    super(
+      status === 'no-kernel'
+        ? 'this notebook has no running kernel'
+        : 'kode_nb is not loaded in this kernel'
+    );
+  }
+}
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+let nextRequest = 0;
 
 export class NotebookConnection {
   constructor(readonly panel: NotebookPanel) {
@@ -38,6 +59,92 @@ export class NotebookConnection {
 
   requestCard(name: string): void {
     this.comm?.send({ op: 'card', name });
+  }
+
+  /**
+   * Send the front end's request `op` and wait for the kernel's reply (its `result`). Rejects
+   * with KernelAbsentError when there is no kernel or kode_nb is not loaded in it (after waiting
+   * up to `settleMs` for a connection being made), and with the kernel's error message otherwise.
+   */
+  async request(op: string, payload: Obj, timeoutMs = 60_000, settleMs = 10_000): Promise<unknown> {
+    await this.settled(settleMs);
+    if (!(await this.subshellAlive())) {
+      // JupyterLab shares one kernel subshell per comm target and may delete it while a new comm
+      // still uses it (a comm closed and another opened at once): the kernel then drops every
+      // message. A new comm gets a new subshell.
+      console.warn('kode_nb: the notebook comm lost its kernel subshell; opening it again');
+      this.closeComm();
+      this.open();
+      await this.settled(settleMs);
+    }
+    const comm = this.comm;
+    if (!comm || this.status !== 'connected') {
+      throw new KernelAbsentError(this.status === 'no-kernel' ? 'no-kernel' : 'absent');
+    }
+    const requestId = `f${++nextRequest}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(requestId);
+        reject(new Error(`the kernel did not answer within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      this.pending.set(requestId, { resolve, reject, timer });
+      comm.send({ op, request_id: requestId, ...payload } as never);
+    });
+  }
+
+  /** False when the comm sends on a kernel subshell the kernel no longer has. */
+  private async subshellAlive(): Promise<boolean> {
+    const kernel = this.kernel;
+    const subshell = (this.comm as { subshellId?: string | null } | null)?.subshellId;
+    if (!kernel || !subshell || !kernel.supportsSubshells) {
+      return true;
+    }
+    try {
+      const reply = await kernel.requestListSubshell({}).done;
+      const content = reply.content as { status: string; subshell_id?: string[] };
+      return content.status !== 'ok' || (content.subshell_id ?? []).includes(subshell);
+    } catch {
+      return true; // cannot tell: send as usual
+    }
+  }
+
+  /** Resolves once the status is not `connecting` (or after `ms`). */
+  private settled(ms: number): Promise<void> {
+    if (this.status !== 'connecting') {
+      return Promise.resolve();
+    }
+    return new Promise(resolve => {
+      const done = () => {
+        clearTimeout(timer);
+        this._changed.disconnect(check);
+        resolve();
+      };
+      const check = () => this.status !== 'connecting' && done();
+      const timer = setTimeout(done, ms);
+      this._changed.connect(check);
+    });
+  }
+
+  private settle(data: Obj): void {
+    const pending = this.pending.get(String(data['request_id']));
+    if (!pending) {
+      return; // late (timed out) or not ours
+    }
+    this.pending.delete(String(data['request_id']));
+    clearTimeout(pending.timer);
+    if (data['ok'] === true) {
+      pending.resolve(data['result']);
+    } else {
+      pending.reject(new Error(String(data['error'] ?? 'the kernel refused the request')));
+    }
+  }
+
+  private failPending(reason: string): void {
+    for (const pending of this.pending.values()) {
+      clearTimeout(pending.timer);
+      pending.reject(new Error(reason));
+    }
+    this.pending.clear();
   }
 
   dispose(): void {
@@ -109,6 +216,7 @@ export class NotebookConnection {
     comm.onMsg = msg => this.onMsg(msg);
     comm.onClose = () => {
       if (this.comm === comm) {
+        this.failPending('the kernel closed the kode_nb comm (was kode_nb unloaded?)');
         this.comm = null;
         this.state = null;
         this.setStatus('absent');
@@ -120,6 +228,7 @@ export class NotebookConnection {
   private closeComm(): void {
     const comm = this.comm;
     this.comm = null;
+    this.failPending('the kernel went away before it answered');
     if (comm && !comm.isDisposed) {
       try {
         comm.close();
@@ -145,6 +254,8 @@ export class NotebookConnection {
       this._changed.emit();
     } else if (op === 'card') {
       this._card.emit(data);
+    } else if (op === 'reply') {
+      this.settle(data);
     } else if (typeof data['request_id'] === 'string') {
       const parent = (msg.parent_header as Obj)['msg_id'];
       void this.answer(data, typeof parent === 'string' ? parent : '');
@@ -248,18 +359,9 @@ export class NotebookConnection {
   }
 
   private insert(cells: Obj[], at: number): Obj {
-    const shared = this.cells;
-    const position = Math.max(0, Math.min(at, shared.cells.length));
-    shared.insertCells(
-      position,
-      cells.map(c => ({
-        cell_type: (c['cell_type'] === 'markdown' ? 'markdown' : 'code') as 'code',
-        source: Array.isArray(c['source']) ? c['source'].join('') : String(c['source'] ?? ''),
-        metadata: (typeof c['metadata'] === 'object' && c['metadata'] ? c['metadata'] : {}) as never
-      }))
-    );
-    const ids = shared.cells.slice(position, position + cells.length).map(c => c.id);
-    return { index: position, ids, id: ids[0] };
+    const inserted = insertCells(this.panel.content, cells, at);
+    void collapseHeadings(this.panel.content, inserted['ids'] as string[]);
+    return inserted;
   }
 
   private insertCells(data: Obj, parentId: string): Obj {
@@ -295,6 +397,7 @@ export class NotebookConnection {
   private retry = false;
   private disposed = false;
   private cellOf = new Map<string, string>();
+  private pending = new Map<string, Pending>();
   private _changed = new Signal<this, void>(this);
   private _card = new Signal<this, Obj>(this);
 }

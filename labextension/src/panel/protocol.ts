@@ -5,6 +5,9 @@
 
 export const TARGET = 'kode_nb.notebook';
 
+const TRACE_MIME = 'application/vnd.kode-nb.trace+json';
+const RUN_MIME = 'application/vnd.kode-nb.run+json';
+
 export interface ToolRow {
   name: string;
   kind: string;
@@ -127,4 +130,24 @@ export function outputsText(outputs: unknown): string {
 
 function joined(v: unknown): string {
   return Array.isArray(v) ? v.map(String).join('') : String(v ?? '');
+}
+
+/**
+ * The kode_nb traces shown in a cell's nbformat outputs: trace records, and the trace inside a
+ * run record; only `trace_id` when given. Each is the record's JSON as saved.
+ */
+export function tracesInOutputs(outputs: unknown, traceId?: string): Obj[] {
+  const found: Obj[] = [];
+  for (const out of Array.isArray(outputs) ? outputs.filter(isObject) : []) {
+    const data = isObject(out['data']) ? out['data'] : {};
+    const run = data[RUN_MIME];
+    for (const trace of [data[TRACE_MIME], isObject(run) ? run['trace'] : null]) {
+      if (isObject(trace) && isObject(trace['root'])) {
+        if (traceId === undefined || trace['trace_id'] === traceId) {
+          found.push(trace);
+        }
+      }
+    }
+  }
+  return found;
 }
