@@ -31,8 +31,14 @@ def remember_trace(trace: Trace | Mapping[str, Any], *, model: Any = None) -> Tr
     """Keep ``trace`` (a :class:`Trace` or its JSON dict) under its ``trace_id``; returns it.
 
     ``model``: the model object the run called (what :func:`kode_nb.fork` continues with when
-    given no ``model=``); kept as long as the trace is."""
+    given no ``model=``); kept as long as the trace is. JSON handed over for a trace this
+    process already keeps (a front end's copy of a run of this kernel) leaves the kept one."""
     if not isinstance(trace, Trace):
+        kept = _TRACES.get(str(trace.get("trace_id", ""))) if isinstance(trace, Mapping) else None
+        if kept is not None:
+            with _LOCK:
+                _TRACES.move_to_end(kept.trace_id)
+            return kept
         try:
             trace = Trace.from_dict(trace)
         except (KeyError, TypeError, ValueError) as exc:

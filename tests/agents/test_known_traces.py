@@ -49,3 +49,10 @@ async def test_the_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigurationError):
         known_trace(ids[0])
     assert [known_trace(i).trace_id for i in ids[1:]] == ids[1:]
+
+
+async def test_json_of_a_kept_trace_leaves_the_kept_one() -> None:
+    agent = Agent("kept-again", model=ScriptedModel(["x"]), tools=[])
+    result = await agent.run("q")
+    assert remember_trace(result.trace.to_dict()) is result.trace
+    assert known_trace(result.trace.trace_id) is result.trace
