@@ -23,7 +23,8 @@ import pytest
 RECORD_PREFIX = "application/vnd.kode-nb."
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 RECORD_MIMES = tuple(
-    f"{RECORD_PREFIX}{kind}+json" for kind in ("call", "run", "trace", "card", "table", "divergence")
+    f"{RECORD_PREFIX}{kind}+json"
+    for kind in ("call", "run", "trace", "card", "table", "divergence")
 )
 
 

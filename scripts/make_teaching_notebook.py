@@ -168,7 +168,10 @@ print("system:", body["system"])
 print("messages:", [(m["role"], m["content"]) for m in body["messages"]])
 print("tools:", [(t["name"], list(t["parameters"]["properties"])) for t in body["tools"]])""",
     ),
-    ("py", "point.next()\npoint = await h.step.paused()\nprint(point.kind, point.tool, point.arguments)"),
+    (
+        "py",
+        "point.next()\npoint = await h.step.paused()\nprint(point.kind, point.tool, point.arguments)",
+    ),
     (
         "md",
         """\
