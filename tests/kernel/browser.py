@@ -44,6 +44,22 @@ if not os.environ.get("CI"):
 else:
     import playwright.sync_api as sync_api
 
+
+def labextension_installed() -> bool:
+    """``jupyter labextension list`` shows kode-nb in this venv."""
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return "kode-nb" in out.stdout + out.stderr
+
+
+NEEDS_LABEXTENSION = pytest.mark.skipif(
+    not labextension_installed(),
+    reason="needs the kode-nb labextension built into this venv: bash scripts/dev.sh install",
+)
+"""``pytestmark`` of the tests that need the extension's renderers, panel or commands."""
+
 WRITE_NOTE = '''%%tool --kind edit
 from pathlib import Path
 

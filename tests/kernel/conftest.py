@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,39 @@ def kernel(
         yield k
     finally:
         k.close()
+
+
+# --------------------------------------------------------------------------- browser tests' servers
+
+_LAB_ARGS = (
+    "--LabApp.expose_app_in_browser=True",
+    "--LabApp.news_url=None",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+)
+
+
+@pytest.fixture(scope="module")
+def lab(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
+    """A JupyterLab server for this test module on a free loopback port, all its state in a
+    temporary folder: ``(base URL, the folder it serves)``."""
+    from .browser import jupyter_server
+
+    root = tmp_path_factory.mktemp(f"lab-{request.module.__name__.rsplit('.', 1)[-1]}")
+    with jupyter_server("jupyterlab", root, *_LAB_ARGS) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def notebook7(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
+    """A Notebook 7 server for this test module, like :func:`lab`."""
+    from .browser import jupyter_server
+
+    root = tmp_path_factory.mktemp(f"nb7-{request.module.__name__.rsplit('.', 1)[-1]}")
+    with jupyter_server(
+        "notebook", root, "--JupyterNotebookApp.expose_app_in_browser=True"
+    ) as served:
+        yield served

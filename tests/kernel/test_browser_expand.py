@@ -13,18 +13,15 @@ the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from .browser import (
     ARTIFACTS,
+    NEEDS_LABEXTENSION,
     TOKEN,
     api,
     browser_page,
-    jupyter_server,
     run_cell,
     shutdown_kernel,
     upload,
@@ -32,13 +29,9 @@ from .browser import (
     wait_output,
 )  # fmt: skip
 from .conftest import EXT
-from .test_browser_trace_viewer import _labextension_installed
 from .trace_records import saved_notebook
 
-pytestmark = pytest.mark.skipif(
-    not _labextension_installed(),
-    reason="needs the kode-nb labextension built into this venv: bash scripts/dev.sh install",
-)
+pytestmark = NEEDS_LABEXTENSION
 
 RUN = '''from pydantic import BaseModel
 from IPython.display import display
@@ -77,15 +70,6 @@ display(trace_record(original.trace))'''
 
 CELLS = [f"%load_ext {EXT}", RUN, "after = 'the cell after the run'", "%expand_trace original"]
 NB = "window.jupyterapp.shell.currentWidget.content"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "jupyterlab", tmp_path_factory.mktemp("lab-expand"), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def cells(page: Any) -> list[dict[str, Any]]:

@@ -7,18 +7,14 @@ skipped without them. Saves ``test-artifacts/browser_lab.png``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from .browser import (
     ARTIFACTS,
     TOKEN,
     WRITE_NOTE,
     browser_page,
-    jupyter_server,
     run_cell,
     shutdown_kernel,
     upload,
@@ -50,16 +46,6 @@ def count(n: int, ctx: ToolContext) -> str:
 ''',
     f"s = %tool count n={N_UPDATES}",
 ]
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A JupyterLab server on a free loopback port, all its state in a temporary folder."""
-    with jupyter_server(
-        "jupyterlab", tmp_path_factory.mktemp("lab"), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def test_approve_in_jupyterlab_runs_the_tool_and_streams_exactly(lab: tuple[str, Path]) -> None:

@@ -8,17 +8,13 @@ skipped without them (a failure on CI). Saves ``test-artifacts/browser_notebook7
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from .browser import (
     ARTIFACTS,
     TOKEN,
     WRITE_NOTE,
     browser_page,
-    jupyter_server,
     run_cell,
     shutdown_kernel,
     upload,
@@ -32,16 +28,6 @@ CELLS = [
     WRITE_NOTE,
     "h = %tool write_note path=note7.txt text=hello-from-notebook-7",
 ]
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A Notebook 7 server on a free loopback port, all its state in a temporary folder."""
-    with jupyter_server(
-        "notebook", tmp_path_factory.mktemp("notebook7"),
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def test_approve_in_notebook_7_runs_the_tool(notebook7: tuple[str, Path]) -> None:

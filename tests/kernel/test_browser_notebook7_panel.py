@@ -11,16 +11,13 @@ the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from .browser import (
     ARTIFACTS,
+    NEEDS_LABEXTENSION,
     TOKEN,
     browser_page,
-    jupyter_server,
     run_cell,
     shutdown_kernel,
     upload,
@@ -30,26 +27,13 @@ from .browser import (
 from .conftest import EXT
 from .test_browser_expand import RUN
 from .test_browser_tools_panel import ADD, PANEL
-from .test_browser_trace_viewer import _labextension_installed
 
-pytestmark = pytest.mark.skipif(
-    not _labextension_installed(),
-    reason="needs the kode-nb labextension built into this venv: bash scripts/dev.sh install",
-)
+pytestmark = NEEDS_LABEXTENSION
 
 CELLS = [
     f"%load_ext {EXT}", ADD, "h = %tool add a=2 b=3",
     RUN.replace("define_tool(add, inline=True)\n", ""), "%tools remove add",
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "notebook", tmp_path_factory.mktemp("nb7-panel"),
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def test_the_tools_panel_in_notebook_7(notebook7: tuple[str, Path]) -> None:

@@ -11,7 +11,6 @@ untrusted notebooks too; the HTML fallback is checked in ``tests/test_ui_records
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from .browser import (
     WRITE_NOTE,
     api,
     browser_page,
-    jupyter_server,
     run_cell,
     shutdown_kernel,
     upload,
@@ -43,15 +41,6 @@ CELLS = [
     "%tools",
 ]
 BROKEN = ("Error displaying widget", "model not found")
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "jupyterlab", tmp_path_factory.mktemp("lab-saved"), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def _page_text(page: Any) -> str:
@@ -153,15 +142,6 @@ def test_executed_saved_and_reopened_notebooks_show_final_states(lab: tuple[str,
         assert structure["call"] >= 1, structure
         assert structure["run"] >= 1, structure
         assert structure["table"] >= 1, structure
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "notebook", tmp_path_factory.mktemp("nb7-saved"),
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def test_a_saved_notebook_reopens_in_notebook_7(

@@ -10,17 +10,13 @@ skipped without them. Saves ``test-artifacts/browser_step_paused.png``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from .browser import (
     ARTIFACTS,
     TOKEN,
     browser_page,
-    jupyter_server,
     output_text,
     run_cell,
     shutdown_kernel,
@@ -65,15 +61,6 @@ Add: {task}
     "%%ask --step --model $make_main --tools helper --out h\nWhat is 2+3?",
 ]
 ASK = 4
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "jupyterlab", tmp_path_factory.mktemp("lab-step"), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def test_stepping_through_a_nested_run_by_clicking(lab: tuple[str, Path]) -> None:

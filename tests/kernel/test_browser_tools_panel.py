@@ -11,17 +11,14 @@ the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from .browser import (
     ARTIFACTS,
+    NEEDS_LABEXTENSION,
     TOKEN,
     browser_page,
-    jupyter_server,
     run_cell,
     shutdown_kernel,
     upload,
@@ -29,12 +26,8 @@ from .browser import (
     wait_output,
 )  # fmt: skip
 from .conftest import EXT
-from .test_browser_trace_viewer import _labextension_installed
 
-pytestmark = pytest.mark.skipif(
-    not _labextension_installed(),
-    reason="needs the kode-nb labextension built into this venv: bash scripts/dev.sh install",
-)
+pytestmark = NEEDS_LABEXTENSION
 
 ADD = '''%%tool --kind read
 def add(a: int, b: int) -> int:
@@ -61,15 +54,6 @@ CELLS = [
     "t = asyncio.ensure_future(later())",
 ]
 PANEL = "#kode-nb-tools-panel"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "jupyterlab", tmp_path_factory.mktemp("lab-panel"), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ) as served:  # fmt: skip
-        yield served
 
 
 def _panel_text(page: Any) -> str:

@@ -12,50 +12,16 @@ the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from .browser import ARTIFACTS, TOKEN, browser_page, jupyter_server
+from .browser import ARTIFACTS, NEEDS_LABEXTENSION, TOKEN, browser_page
 from .trace_records import saved_notebook
 
 ABSENT_KERNEL = "kode-nb-no-such-kernel"  # nothing can start: the notebook stays kernel-less
 
 
-def _labextension_installed() -> bool:
-    out = subprocess.run(
-        [sys.executable, "-m", "jupyter", "labextension", "list"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    return "kode-nb" in out.stdout + out.stderr
-
-
-pytestmark = pytest.mark.skipif(
-    not _labextension_installed(),
-    reason="needs the kode-nb labextension built into this venv: bash scripts/dev.sh install",
-)
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "jupyterlab", tmp_path_factory.mktemp("lab-trace"), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ) as served:  # fmt: skip
-        yield served
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "notebook", tmp_path_factory.mktemp("nb7-trace"),
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-    ) as served:  # fmt: skip
-        yield served
+pytestmark = NEEDS_LABEXTENSION
 
 
 def write_notebook(folder: Path, name: str, *, trusted: bool) -> None:
