@@ -1,6 +1,6 @@
 /**
  * kode_nb MIME renderers for JupyterLab 4 and Notebook 7: application/vnd.kode-nb.{trace,run,
- * call,card,table}+json (docs/RECORDS.md). All are safe (they build DOM with textContent and
+ * call,card,table,divergence}+json (docs/RECORDS.md). All are safe (they build DOM with textContent and
  * render markdown through the sanitizing rendermime path), so they work in untrusted notebooks
  * and with no kernel.
  */
@@ -10,6 +10,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { errorBox } from './dom';
+import { renderDivergence } from './divergence';
 import { parseTrace, RecordError } from './core/trace';
 import { MarkdownRenderer, renderCall, renderCard, renderRun, renderTable } from './records';
 import { TraceViewer } from './viewer';
@@ -19,7 +20,8 @@ export const MIME = {
   run: 'application/vnd.kode-nb.run+json',
   call: 'application/vnd.kode-nb.call+json',
   card: 'application/vnd.kode-nb.card+json',
-  table: 'application/vnd.kode-nb.table+json'
+  table: 'application/vnd.kode-nb.table+json',
+  divergence: 'application/vnd.kode-nb.divergence+json'
 } as const;
 
 type Kind = keyof typeof MIME;
@@ -70,6 +72,9 @@ export class KodeRecordWidget extends Widget implements IRenderMime.IRenderer {
         return;
       case 'table':
         this.node.replaceChildren(renderTable(data));
+        return;
+      case 'divergence':
+        this.node.replaceChildren(renderDivergence(data));
         return;
     }
   }

@@ -3,7 +3,8 @@
  * src/panel/widget.ts), fed by the kode_nb.notebook comm (docs/RECORDS.md, "Comm protocol"), and
  * the trace commands (src/commands.ts) that the trace viewer's buttons run (src/bridge.ts). Works
  * in JupyterLab 4 and in Notebook 7's notebook page (whose left area is hidden until opened:
- * `kode-nb:show-tools`, in the palette and View menu, opens it).
+ * `kode-nb:show-tools`, in the palette and View menu, opens it). Live kode_nb views whose
+ * kernel stops become static notes (src/stopped.ts).
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -14,6 +15,7 @@ import { buildIcon } from '@jupyterlab/ui-components';
 import { CommandOutcome, listenForCommands } from './bridge';
 import { addTraceCommands, EXPAND, FORK } from './commands';
 import { ToolsPanel } from './panel/widget';
+import { watchStoppedKernels } from './stopped';
 
 const CATEGORY = 'kode_nb';
 
@@ -49,6 +51,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: () => app.shell.activateById(panel.id)
     });
     addTraceCommands(app, tracker, (p: NotebookPanel) => panel.connection(p));
+    watchStoppedKernels(tracker);
     for (const command of ['kode-nb:show-tools', EXPAND]) {
       palette?.addItem({ command, category: CATEGORY });
     }

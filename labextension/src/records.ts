@@ -4,6 +4,7 @@ import { block, Child, copyButton, h, pretty } from './dom';
 import { statusBadge } from './details';
 import { formatCount, formatDuration } from './core/format';
 import { formatCost } from './core/cost';
+import { stepsSummary } from './core/steps';
 import { checkSchema, parseTrace } from './core/trace';
 import { TraceViewer } from './viewer';
 
@@ -84,6 +85,17 @@ export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
   }
   for (const w of Array.isArray(r['warnings']) ? r['warnings'] : []) {
     node.appendChild(h('div.kode-nb-warning', null, `Warning: ${s(w)}`));
+  }
+  const steps = stepsSummary(r['steps']);
+  if (steps) {
+    node.appendChild(
+      h(
+        'div.kode-nb-steps',
+        null,
+        h('div', null, '❚❚ ', h('b', null, 'stepped'), `: ${steps.line}`),
+        ...steps.changes.map(line => h('div.kode-nb-step-change', null, `✎ ${line}`))
+      )
+    );
   }
   let viewer: TraceViewer | null = null;
   if (r['trace'] !== null && r['trace'] !== undefined) {

@@ -1,0 +1,100 @@
+/**
+ * Live kode_nb views of a stopped kernel become static notes (core/stopped.ts; docs/RECORDS.md,
+ * "When the kernel stops"): when a notebook's kernel dies, restarts or is changed, and when a
+ * notebook is opened whose saved kode_nb widget outputs have no widget model in its kernel (or
+ * it has no kernel), each such output is replaced by a static output that keeps the view's last
+ * snapshot and says the kernel stopped before it finished. Other widgets are never touched.
+ */
+
+import { ICodeCellModel } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel } from '@jupyterlab/services';
+
+import { isKodeLiveView, stoppedOutput, widgetModelId } from './core/stopped';
+
+const STOPPING: ReadonlySet<Kernel.Status> = new Set<Kernel.Status>([
+  'dead',
+  'restarting',
+  'autorestarting'
+]);
+
+/**
+ * Replaces the kode_nb live views of `panel` for which `stale(modelId)` holds; returns how many.
+ */
+export function replaceStoppedViews(
+  panel: NotebookPanel,
+  stale: (modelId: string) => boolean = () => true
+): number {
+  const cells = panel.content.model?.cells;
+  if (!cells) {
+    return 0;
+  }
+  let replaced = 0;
+  for (let c = 0; c < cells.length; c++) {
+    const cell = cells.get(c);
+    if (cell.type !== 'code') {
+      continue;
+    }
+    const outputs = (cell as ICodeCellModel).outputs;
+    for (let i = 0; i < outputs.length; i++) {
+      const data = outputs.get(i).data as Record<string, unknown>;
+      if (isKodeLiveView(data) && stale(widgetModelId(data))) {
+        outputs.set(i, stoppedOutput(data));
+        replaced++;
+      }
+    }
+  }
+  return replaced;
+}
+
+/** The widget models the kernel of `panel` holds (its open `jupyter.widget` comms), null without one. */
+async function liveModels(panel: NotebookPanel): Promise<Set<string> | null> {
+  const kernel = panel.sessionContext.session?.kernel;
+  if (!kernel) {
+    return null;
+  }
+  const reply = await kernel.requestCommInfo({ target_name: 'jupyter.widget' });
+  const content = reply.content as { status: string; comms?: Record<string, unknown> };
+  if (content.status !== 'ok') {
+    throw new Error('the kernel did not list its widget comms');
+  }
+  return new Set(Object.keys(content.comms ?? {}));
+}
+
+/** Once open: live views saved by a kernel that is gone (or no kernel at all) become notes. */
+async function checkOpened(panel: NotebookPanel): Promise<void> {
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  if (panel.isDisposed) {
+    return;
+  }
+  let models: Set<string> | null;
+  try {
+    models = await liveModels(panel);
+  } catch (error) {
+    console.warn('kode_nb: could not list the kernel widget models', error);
+    return;
+  }
+  replaceStoppedViews(panel, id => models === null || !models.has(id));
+}
+
+function watch(panel: NotebookPanel): void {
+  const session = panel.sessionContext;
+  session.statusChanged.connect((_, status) => {
+    if (STOPPING.has(status)) {
+      replaceStoppedViews(panel);
+    }
+  });
+  session.kernelChanged.connect((_, change) => {
+    if (change.oldValue && change.oldValue.id !== change.newValue?.id) {
+      replaceStoppedViews(panel);
+    }
+  });
+  void checkOpened(panel);
+}
+
+/** Watches every notebook of `tracker`, open now or later. */
+export function watchStoppedKernels(tracker: INotebookTracker): void {
+  tracker.forEach(watch);
+  tracker.widgetAdded.connect((_, panel) => watch(panel));
+}
