@@ -6,7 +6,7 @@
  * snapshot and says the kernel stopped before it finished. Other widgets are never touched.
  */
 
-import { ICodeCellModel } from '@jupyterlab/cells';
+import { CodeCell, ICodeCellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel } from '@jupyterlab/services';
 
@@ -36,15 +36,33 @@ export function replaceStoppedViews(
       continue;
     }
     const outputs = (cell as ICodeCellModel).outputs;
+    const drawn = panel.content.widgets.find(w => w.model === cell);
     for (let i = 0; i < outputs.length; i++) {
       const data = outputs.get(i).data as Record<string, unknown>;
       if (isKodeLiveView(data) && stale(widgetModelId(data))) {
-        outputs.set(i, stoppedOutput(data));
+        outputs.set(i, stoppedOutput(data, shownText(drawn, i)));
         replaced++;
       }
     }
   }
   return replaced;
+}
+
+/**
+ * The text output `index` of `cell` shows on the page now (the live widget's last state), ''
+ * when it is not drawn or shows no live view (a widget whose model is gone says so instead).
+ */
+function shownText(cell: unknown, index: number): string {
+  if (!(cell instanceof CodeCell)) {
+    return '';
+  }
+  const child = cell.outputArea.widgets[index]?.node;
+  const node = child?.querySelector<HTMLElement>('.jp-OutputArea-output') ?? child;
+  if (!node || node.querySelector('.jupyter-widgets-error-widget, .jp-mod-error')) {
+    return '';
+  }
+  const text = (node.innerText || node.textContent || '').trim();
+  return /^(Loading widget|Error displaying widget)/.test(text) ? '' : text;
 }
 
 /** The widget models the kernel of `panel` holds (its open `jupyter.widget` comms), null without one. */

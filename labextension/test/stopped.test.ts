@@ -49,7 +49,22 @@ test('the stopped output keeps the snapshot, says why, and has no widget', () =>
     `${STOPPED_NOTE}\nagent main: running, 1 turn, tokens unknown (r1)`
   );
   assert.match(out.data['text/html'], /Not finished: the kernel stopped \(died or restarted\)/);
-  assert.match(out.data['text/html'], /<div>turn 1 <b>running<\/b><\/div><\/div>$/);
+  assert.match(
+    out.data['text/html'],
+    /What it showed first:<\/p><div>turn 1 <b>running<\/b><\/div><\/div>$/
+  );
+  const drawn = stoppedOutput(
+    { [WIDGET_MIME]: view, 'text/plain': 'agent main: running, 0 turns, tokens unknown (r1)' },
+    '  agent main running 11 s turn 1\nslow <read> running  '
+  );
+  assert.equal(
+    drawn.data['text/plain'],
+    `${STOPPED_NOTE}\nagent main running 11 s turn 1\nslow <read> running`
+  );
+  assert.match(
+    drawn.data['text/html'],
+    /What it showed last:<\/p><pre>agent main running 11 s turn 1\nslow &lt;read&gt; running<\/pre><\/div>$/
+  );
   assert.equal(
     out.metadata.kode_nb.stopped,
     'the kernel stopped (died or restarted) before this finished'

@@ -230,7 +230,9 @@ def test_a_run_cut_by_a_kernel_restart_becomes_a_static_note(lab: tuple[str, Pat
         after = _live_output(page, RUN)
         assert WIDGET_MIME not in after["data"], after
         assert after["metadata"]["kode_nb"]["stopped"].startswith("the kernel stopped")
-        assert "running" in after["data"]["text/plain"]  # the last snapshot is kept
+        # what the view showed last is kept (the tool call it was in), not its first snapshot
+        assert '"seconds": 120' in after["data"]["text/plain"], after
+        assert "running" in after["data"]["text/plain"]
         # another library's widget is left alone
         assert WIDGET_MIME in _live_output(page, SLIDER)["data"]
         _save(page)

@@ -16,7 +16,7 @@ export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 
 export const STOPPED_REASON = 'the kernel stopped (died or restarted) before this finished';
 
-export const STOPPED_NOTE = `⏹ Not finished: ${STOPPED_REASON}.`;
+export const STOPPED_NOTE = `■ Not finished: ${STOPPED_REASON}.`;
 
 type Bundle = Record<string, unknown>;
 
@@ -55,23 +55,33 @@ function escapeHtml(value: string): string {
 
 /**
  * The static output that replaces a stopped live view: no widget MIME type, `text/html` (the
- * note, then the view's last HTML snapshot, or its text in a `<pre>`) and `text/plain` (the
- * note, then the last text snapshot). Its metadata say `kode_nb.stopped` = the reason.
+ * note, then what the view showed last) and `text/plain` (the same as text). What it showed
+ * last is `shown`, the text the widget drew on the page when the kernel stopped, when there is
+ * one; else the bundle's own snapshot (`text/html`, else `text/plain`), which is the view as
+ * first displayed (a live view's later states travel as widget state, not in its bundle). Its
+ * metadata say `kode_nb.stopped` = the reason.
  */
-export function stoppedOutput(data: Bundle): {
+export function stoppedOutput(
+  data: Bundle,
+  shown = ''
+): {
   output_type: 'display_data';
   data: Record<string, string>;
   metadata: { kode_nb: { stopped: string } };
 } {
   const plain = text(data['text/plain']);
   const html = text(data['text/html']);
-  const note = `<p class="kode-nb-stopped-note"><b>${escapeHtml(STOPPED_NOTE)}</b> What it showed last:</p>`;
-  const snapshot = html || (plain ? `<pre>${escapeHtml(plain)}</pre>` : '<p>(nothing)</p>');
+  const drawn = shown.trim();
+  const lead = drawn ? 'What it showed last:' : 'What it showed first:';
+  const note = `<p class="kode-nb-stopped-note"><b>${escapeHtml(STOPPED_NOTE)}</b> ${lead}</p>`;
+  const snapshot = drawn
+    ? `<pre>${escapeHtml(drawn)}</pre>`
+    : html || (plain ? `<pre>${escapeHtml(plain)}</pre>` : '<p>(nothing)</p>');
   return {
     output_type: 'display_data',
     data: {
       'text/html': `<div class="kode-record kode-stopped">${note}${snapshot}</div>`,
-      'text/plain': `${STOPPED_NOTE}\n${plain}`.trimEnd()
+      'text/plain': `${STOPPED_NOTE}\n${drawn || plain}`.trimEnd()
     },
     metadata: { kode_nb: { stopped: STOPPED_REASON } }
   };
