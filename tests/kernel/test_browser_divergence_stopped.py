@@ -12,6 +12,8 @@ skipped without them. Saves ``test-artifacts/divergence_*.png`` and ``stopped_*.
 from __future__ import annotations
 
 import json
+import time
+import urllib.error
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -117,8 +119,16 @@ def _copy_untrusted(base: str, source: str, target: str) -> None:
 
 
 def _stop_kernels(base: str) -> None:
-    for kernel in api(base, "/api/kernels"):
-        api(base, f"/api/kernels/{kernel['id']}", "DELETE")
+    """Shut every kernel down (retried: a kernel still restarting refuses for a moment)."""
+    deadline = time.monotonic() + 30
+    while kernels := api(base, "/api/kernels"):
+        try:
+            for kernel in kernels:
+                api(base, f"/api/kernels/{kernel['id']}", "DELETE")
+        except urllib.error.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def test_a_divergence_renders_in_a_reopened_untrusted_notebook(lab: tuple[str, Path]) -> None:
@@ -237,7 +247,6 @@ def test_a_run_cut_by_a_kernel_restart_becomes_a_static_note(lab: tuple[str, Pat
         assert WIDGET_MIME in _live_output(page, SLIDER)["data"]
         _save(page)
         page.screenshot(path=str(ARTIFACTS / "stopped_after_restart.png"), full_page=True)
-        shutdown_kernel(page)
 
     saved = _outputs(folder, "stopped.ipynb")[RUN]
     assert len(saved) == 1, saved
