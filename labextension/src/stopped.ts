@@ -18,31 +18,44 @@ const STOPPING: ReadonlySet<Kernel.Status> = new Set<Kernel.Status>([
   'autorestarting'
 ]);
 
-/**
- * Replaces the kode_nb live views of `panel` for which `stale(modelId)` holds; returns how many.
- */
-export function replaceStoppedViews(
-  panel: NotebookPanel,
-  stale: (modelId: string) => boolean = () => true
-): number {
+interface LiveView {
+  outputs: ICodeCellModel['outputs'];
+  index: number;
+  data: Record<string, unknown>;
+  cell: ICodeCellModel;
+}
+
+/** The kode_nb live view outputs of `panel`'s notebook. */
+function liveViews(panel: NotebookPanel): LiveView[] {
   const cells = panel.content.model?.cells;
-  if (!cells) {
-    return 0;
-  }
-  let replaced = 0;
-  for (let c = 0; c < cells.length; c++) {
+  const found: LiveView[] = [];
+  for (let c = 0; cells && c < cells.length; c++) {
     const cell = cells.get(c);
     if (cell.type !== 'code') {
       continue;
     }
     const outputs = (cell as ICodeCellModel).outputs;
-    const drawn = panel.content.widgets.find(w => w.model === cell);
-    for (let i = 0; i < outputs.length; i++) {
-      const data = outputs.get(i).data as Record<string, unknown>;
-      if (isKodeLiveView(data) && stale(widgetModelId(data))) {
-        outputs.set(i, stoppedOutput(data, shownText(drawn, i)));
-        replaced++;
+    for (let index = 0; index < outputs.length; index++) {
+      const data = outputs.get(index).data as Record<string, unknown>;
+      if (isKodeLiveView(data)) {
+        found.push({ outputs, index, data, cell: cell as ICodeCellModel });
       }
+    }
+  }
+  return found;
+}
+
+/** Replaces the kode_nb live views of `panel` for which `stale(modelId)` holds; returns how many. */
+export function replaceStoppedViews(
+  panel: NotebookPanel,
+  stale: (modelId: string) => boolean = () => true
+): number {
+  let replaced = 0;
+  for (const view of liveViews(panel)) {
+    if (stale(widgetModelId(view.data))) {
+      const drawn = panel.content.widgets.find(w => w.model === view.cell);
+      view.outputs.set(view.index, stoppedOutput(view.data, shownText(drawn, view.index)));
+      replaced++;
     }
   }
   return replaced;
@@ -83,8 +96,8 @@ async function liveModels(panel: NotebookPanel): Promise<Set<string> | null> {
 async function checkOpened(panel: NotebookPanel): Promise<void> {
   await panel.context.ready;
   await panel.sessionContext.ready;
-  if (panel.isDisposed) {
-    return;
+  if (panel.isDisposed || !liveViews(panel).length) {
+    return; // no kode_nb live view in it: nothing to ask the kernel
   }
   let models: Set<string> | null;
   try {
