@@ -14,18 +14,15 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from .browser import (
     ARTIFACTS,
+    NEEDS_LABEXTENSION,
     TOKEN,
     api,
     browser_page,
-    jupyter_server,
     output_text,
     run_cell,
     shutdown_kernel,
@@ -81,14 +78,7 @@ def slow(seconds: float) -> str:
 ]
 RUN, SLIDER = 3, 4
 
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    with jupyter_server(
-        "jupyterlab", tmp_path_factory.mktemp("lab-records"), "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ) as served:  # fmt: skip
-        yield served
+pytestmark = NEEDS_LABEXTENSION
 
 
 def _page_text(page: Any) -> str:
