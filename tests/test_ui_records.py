@@ -23,6 +23,7 @@ from kode_nb.ui.agent_view import RunView
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.record_html import MAX_SPANS
 from kode_nb.ui.records import (
+    LIVE_MIME,
     WIDGET_MIME,
     call_record,
     card_record,
@@ -276,10 +277,12 @@ async def test_views_become_records_once_final() -> None:
     view = CallView(tool="t", kind="read", call_id="c1")
     live = view._repr_mimebundle_()
     assert WIDGET_MIME in live
+    assert live[LIVE_MIME] == {"schema": "kode_nb.live/v1", "kind": "call"}
     assert not view.final
     view.finish(ToolResult.from_text("ok", tool="t", duration=0.1))
     assert view.final
     assert_record(view._repr_mimebundle_(), "call")
+    assert LIVE_MIME not in view._repr_mimebundle_()
 
     static = StaticCallView(tool="t", call_id="c2", style="html")
     static.finish(ToolResult.from_text("ok", tool="t"))
@@ -287,7 +290,9 @@ async def test_views_become_records_once_final() -> None:
 
     run = RunView(agent="main", run_id="run_1")
     assert WIDGET_MIME in run._repr_mimebundle_()
+    assert run._repr_mimebundle_()[LIVE_MIME]["kind"] == "run"
     run.finish(None, "interrupted (kernel interrupt)")
+    assert LIVE_MIME not in run._repr_mimebundle_()
     data = assert_record(run._repr_mimebundle_(), "run")
     assert data["status"] == "interrupted"
     assert data["interrupted"] == {"turn": 0, "reason": "interrupted (kernel interrupt)"}

@@ -128,6 +128,10 @@ async def test_prompt_mimebundle_has_html_and_text_fallbacks() -> None:
     assert "Waiting for your decision" in data["text/html"]
     assert data["text/plain"].startswith("Approve write_file [edit]")
     assert data["text/plain"].endswith("waiting for a decision")
+    assert data["application/vnd.kode-nb.live+json"] == {
+        "schema": "kode_nb.live/v1",
+        "kind": "approval",
+    }
 
 
 async def test_widget_approver_puts_the_prompt_in_the_calls_view() -> None:

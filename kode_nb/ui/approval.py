@@ -20,6 +20,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 
 from kode_nb.policy._approval import ApprovalDecision, ApprovalRequest, approve, deny
 from kode_nb.ui.html import BOX, approval_html, approval_text, esc
+from kode_nb.ui.records import LIVE_MIME, live_marker
 
 if TYPE_CHECKING:
     from kode_nb.ui.call_view import CallView
@@ -128,6 +129,7 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data["text/html"] = f'<div style="{BOX}">{self.html()}</div>'
         data["text/plain"] = self.text()
+        data[LIVE_MIME] = live_marker("approval")
         return data
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from kode_nb.types import ToolResult
 
 __all__ = [
+    "LIVE_MIME",
     "MIME_PREFIX",
     "WIDGET_MIME",
     "Record",
@@ -40,6 +41,7 @@ __all__ = [
     "card_record",
     "divergence_record",
     "finished_call_record",
+    "live_marker",
     "run_record",
     "table_record",
     "trace_record",
@@ -49,8 +51,17 @@ MIME_PREFIX = "application/vnd.kode-nb."
 """Every record's JSON MIME type is ``MIME_PREFIX + kind + "+json"``."""
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 """The MIME type a record never carries."""
+LIVE_MIME = "application/vnd.kode-nb.live+json"
+"""The marker a live view's widget bundle carries (``{"schema": "kode_nb.live/v1", "kind": ...}``),
+so a front end can tell it from other widgets when its kernel stops before the final record."""
 RESULT_CHARS = 20_000
 """Characters of a result or stream kept in a record (a result its head, a stream its tail)."""
+
+
+def live_marker(kind: str) -> dict[str, str]:
+    """The :data:`LIVE_MIME` entry of a live view's bundle (``kind``: run, call, approval, many)."""
+    return {"schema": "kode_nb.live/v1", "kind": kind}
+
 
 _CALL_STATUS = {
     "ok": "ok", "error": "error", "invalid_arguments": "invalid", "not_found": "not_found",

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 
 import {
   isKodeLiveView,
+  LIVE_MIME,
   STOPPED_NOTE,
   stoppedOutput,
   WIDGET_MIME,
@@ -34,6 +35,14 @@ test('kode_nb live views are recognised by their snapshot, other widgets are not
   assert.ok(
     isKodeLiveView({ [WIDGET_MIME]: view, 'text/plain': ['write_note: running ', '(call c)'] })
   );
+});
+
+test('the live marker identifies a kode_nb view whatever its snapshot says', () => {
+  const marker = { schema: 'kode_nb.live/v1', kind: 'run' };
+  assert.ok(isKodeLiveView({ [WIDGET_MIME]: view, [LIVE_MIME]: marker, 'text/plain': 'anything' }));
+  assert.ok(!isKodeLiveView({ [LIVE_MIME]: marker, 'text/plain': 'no widget' }));
+  const out = stoppedOutput({ [WIDGET_MIME]: view, [LIVE_MIME]: marker, 'text/plain': 'x' });
+  assert.ok(!(LIVE_MIME in out.data));
 });
 
 test('the stopped output keeps the snapshot, says why, and has no widget', () => {

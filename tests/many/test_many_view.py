@@ -79,6 +79,7 @@ def test_the_live_view_buttons_answer_the_inbox_and_it_ends_as_the_record() -> N
         await h.until_stalled(timeout=10)
         await asyncio.sleep(0.3)  # a refresh
         assert WIDGET in view._repr_mimebundle_()
+        assert view._repr_mimebundle_()["application/vnd.kode-nb.live+json"]["kind"] == "many"
         rows = view.inbox.children
         assert len(rows) == 3
         deny = rows[0].children[2]

@@ -6,13 +6,17 @@
  * front end turns such an output into a static note that keeps the view's last readable
  * snapshot (its `text/html` and `text/plain`). No DOM here (src/stopped.ts wires it up).
  *
- * A kode_nb live view is recognised by its bundle's `text/plain` snapshot, which each view writes
- * in a fixed form (kode_nb/ui/agent_static.py `run_summary`, kode_nb/ui/html.py `call_text`
+ * A kode_nb live view is recognised by the marker its bundle carries
+ * (`application/vnd.kode-nb.live+json`, `{"schema": "kode_nb.live/v1", "kind": ...}`, from
+ * kode_nb/ui/records.py `live_marker`); a bundle saved before the marker existed, by its
+ * `text/plain` snapshot, which each view writes in a fixed form (kode_nb/ui/agent_static.py `run_summary`, kode_nb/ui/html.py `call_text`
  * and `approval_text`, kode_nb/ui/many_view.py `_live_text`, kode_nb/magics/mcp_serving.py);
  * other widgets' outputs are never touched.
  */
 
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
+
+export const LIVE_MIME = 'application/vnd.kode-nb.live+json';
 
 export const STOPPED_REASON = 'the kernel stopped (died or restarted) before this finished';
 
@@ -41,6 +45,9 @@ function text(value: unknown): string {
 export function isKodeLiveView(data: Bundle): boolean {
   if (!(WIDGET_MIME in data)) {
     return false;
+  }
+  if (LIVE_MIME in data) {
+    return true;
   }
   const first = text(data['text/plain']).split('\n')[0];
   return LIVE_TEXT.some(re => re.test(first));
