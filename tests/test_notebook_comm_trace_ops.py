@@ -109,6 +109,25 @@ async def test_fork_answers_the_cell_source(comm: RecordingComm, trace: dict[str
     assert f'at="{tool_call["span_id"]}"' in reply["result"]["source"]
 
 
+async def test_a_fork_cell_keeps_recorded_names_in_its_comment(
+    comm: RecordingComm, trace: dict[str, Any]
+) -> None:
+    trace = {
+        **trace,
+        "trace_id": "e" * 32,
+        "root": {**trace["root"], "name": "main\nimport os  # "},
+    }
+    trace["root"]["attributes"] = {**trace["root"]["attributes"], "agent": "a\rb\u2028c"}
+    turn = trace["root"]["children"][1]
+    reply = ask(comm, {"op": "fork", "trace": trace, "span_id": turn["span_id"]})
+    lines = reply["result"]["source"].splitlines()
+    assert lines[0].startswith("# Fork of run a b c (trace ")
+    assert [line for line in lines if not line.startswith("#")] == [
+        "import kode_nb", "", lines[3], "forked",
+    ]  # fmt: skip
+    assert lines[3].startswith("forked = await kode_nb.fork(")
+
+
 async def test_bad_requests_get_a_specific_refusal(
     comm: RecordingComm, trace: dict[str, Any]
 ) -> None:

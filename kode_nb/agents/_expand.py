@@ -24,7 +24,10 @@ subagent whose nested run is missing — gets a note (a markdown cell where it a
 
 from __future__ import annotations
 
+import ast
+import html
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,18 +105,19 @@ class _Builder:
 
     def note(self, text: str, span: Span | None) -> None:
         self.notes.append(text)
-        self.markdown(f"> **Note:** {text}", span, "note")
+        self.markdown(f"> **Note:** {_text(_line(text))}", span, "note")
 
     def run(self, run: Span, level: int, path: str) -> None:
         a = run.attributes
-        label = f"{path} > {run.name}" if path else run.name
+        label = f"{path} > {_code_span(run.name)}" if path else _code_span(run.name)
         hashes = "#" * min(level, 6)
-        lines = [f"{hashes} Run `{label}` — {run.status}", ""]
+        lines = [f"{hashes} Run `{label}` — {_line(run.status)}", ""]
         lines.append(f"**Prompt:** {_quote(str(a.get('prompt', '')))}")
         lines.append("")
-        tools = ", ".join(f"`{t}`" for t in a.get("tools") or []) or "none"
-        limits = f"max_turns={a.get('max_turns')}, time_limit={a.get('time_limit')}"
-        lines.append(f"- model: `{a.get('model', '?')}`\n- tools: {tools}\n- limits: {limits}")
+        tools = ", ".join(f"`{_code_span(t)}`" for t in a.get("tools") or []) or "none"
+        limits = _text(_line(f"max_turns={a.get('max_turns')}, time_limit={a.get('time_limit')}"))
+        model = _code_span(a.get("model", "?"))
+        lines.append(f"- model: `{model}`\n- tools: {tools}\n- limits: {limits}")
         if a.get("output") is not None:
             lines.append(f"- answer: {_quote(_short(a.get('output')))}")
         self.markdown("\n".join(lines), run, "run", collapsed=True)
@@ -123,18 +127,19 @@ class _Builder:
 
     def turn(self, turn: Span, level: int, path: str) -> None:
         tool_spans = [s for s in turn.children if s.kind == "tool_call"]
-        names = ", ".join(str(s.attributes.get("tool", "?")) for s in tool_spans)
+        names = _text(_line(", ".join(str(s.attributes.get("tool", "?")) for s in tool_spans)))
         what = f"{len(tool_spans)} tool call(s): {names}" if tool_spans else "answer"
-        number = turn.attributes.get("turn", "?")
+        number = _line(turn.attributes.get("turn", "?"))
         self.markdown(f"{'#' * min(level, 6)} Turn {number} — {what}", turn, "turn", collapsed=True)
         for span in turn.children:
             if span.kind == "model_call":
                 response = span.attributes.get("response")
                 text = response.get("text") if isinstance(response, Mapping) else None
                 if text:
-                    self.markdown(f"**{path}** (model):\n\n{text}", span, "model_text")
+                    self.markdown(f"**{path}** (model):\n\n{_text(text)}", span, "model_text")
                 elif span.status == "error":
-                    self.markdown(f"**{path}** (model error): {span.error}", span, "model_text")
+                    error = _text(_line(span.error))
+                    self.markdown(f"**{path}** (model error): {error}", span, "model_text")
             elif span.kind == "tool_call":
                 self.tool_call(span, level, path)
 
@@ -150,13 +155,13 @@ class _Builder:
                 "its cell will get a not_found result; the replay cell uses the recorded results",
                 span,
             )
-        args = json.dumps(arguments, ensure_ascii=False, indent=None)
+        args = _python(arguments)
         nested = [c for c in span.children if c.kind == "run"]
         subagent = _is_subagent(result) or bool(nested)
-        head = f"# {path}: call {a.get('call_id')} → {result.get('status', '?')}\n"
+        head = f"# {_line(path)}: call {_line(a.get('call_id'))} → {_line(result.get('status', '?'))}\n"
         line = f"result = await executor.call({tool!r}, {args})"
         if subagent:  # running it would call the subagent's model: its recorded run follows
-            source = (f"{head}# `{tool}` is a subagent: calling it runs its model, so the call is "
+            source = (f"{head}# `{_line(tool)}` is a subagent: calling it runs its model, so the call is "
                       f"left commented;\n# its recorded run follows, and the last cell replays "
                       f"it offline.\n# {line}")  # fmt: skip
         else:
@@ -178,7 +183,40 @@ def _is_subagent(result: Mapping[str, Any]) -> bool:
 
 
 def _quote(text: str) -> str:
-    return text.replace("\n", " ").strip() or "(empty)"
+    return _text(_line(text)).strip() or "(empty)"
+
+
+def _line(value: object) -> str:
+    """``value`` on one line: what goes in a ``#`` comment, a heading or a code span can never
+    start a new line of code or markdown (a recorded name or id is only data)."""
+    return " ".join(str(value).splitlines())
+
+
+def _code_span(value: object) -> str:
+    """``value`` inside a markdown code span: one line, no backtick to end it early."""
+    return _line(value).replace("`", "'")
+
+
+_HEADING = re.compile(r"^( {0,3})(#|=+\s*$|-+\s*$)", re.M)
+
+
+def _text(value: object) -> str:
+    """Recorded text as markdown: its HTML shown as text, and its heading lines as plain lines
+    (a model's ``## Summary`` must not end the collapsed section of its run)."""
+    return _HEADING.sub(r"\1\\\2", html.escape(str(value), quote=False))
+
+
+def _python(value: Any) -> str:
+    """``value`` (JSON data) as a Python expression that evaluates to it: its JSON text where that
+    is Python too (no ``true``/``false``/``null``), else its ``repr``, else ``json.loads(...)``."""
+    as_json = json.dumps(value, ensure_ascii=False, default=str)
+    for text in (as_json, repr(value)):
+        try:
+            if ast.literal_eval(text) == value:
+                return text
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            pass
+    return f"json.loads({as_json!r})"
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -223,14 +261,14 @@ def expand_trace(
     data = json.dumps(trace.to_dict(), ensure_ascii=False, default=str)
     builder.code(
         "import json\n\nimport kode_nb\n\n"
-        f"# the recorded run ({trace.schema}, trace {trace.trace_id})\n"
+        f"# the recorded run ({_line(trace.schema)}, trace {_line(trace.trace_id)})\n"
         f'TRACE = json.loads(r"""{data}""")\nexecutor = kode_nb.Executor()',
         root, "setup",
     )  # fmt: skip
     for note in notes:
-        builder.markdown(f"> **Note:** {note}", root, "note")
+        builder.markdown(f"> **Note:** {_text(_line(note))}", root, "note")
     builder.run(root, 2, "")
-    builder.markdown(f"## Replay `{root.name}`", root, "replay_heading")
+    builder.markdown(f"## Replay `{_code_span(root.name)}`", root, "replay_heading")
     builder.code(
         "replayed = await kode_nb.replay(TRACE)  # offline: the model answers from the trace\n"
         "print(replayed.output)",

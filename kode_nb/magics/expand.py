@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def expand_command(shell: Any, registered: set[str], args: Any) -> Any:
     else:
         folder, stem = notebook_dir(shell.user_ns)
         trace = getattr(value, "trace", None)
-        tag = getattr(trace, "trace_id", "")[:8] or "run"
+        tag = re.sub(r"[^0-9A-Za-z]", "", str(getattr(trace, "trace_id", "")))[:8] or "run"
         target = folder / f"{stem}-{args.var}-{tag}.ipynb"
         n = 2
         while target.exists():
@@ -162,8 +163,11 @@ def fork_request(data: Mapping[str, Any]) -> dict[str, Any]:
             f"a run forks at a turn, model call or tool call; {span.name!r} is a {span.kind} span"
         )
     agent = trace.root.attributes.get("agent") or trace.root.name
+    about = " ".join(
+        f"Fork of run {agent} (trace {trace.trace_id[:8]}) at {span.name}".splitlines()
+    )
     source = (
-        f"# Fork of run {agent} (trace {trace.trace_id[:8]}) at {span.name}: change what should "
+        f"# {about}: change what should "
         "differ, then run.\n"
         "import kode_nb\n\n"
         f"forked = await kode_nb.fork({json.dumps(trace.trace_id)}, at={json.dumps(span.span_id)}, "

@@ -4,6 +4,7 @@ what cannot be reproduced (newer format, unregistered tool, missing nested run).
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -114,3 +115,48 @@ async def test_written_notebook_is_valid_and_never_overwrites(
         kode_nb.expand_trace(result, path=target)
     with pytest.raises(ConfigurationError, match=r"must end in \.ipynb"):
         kode_nb.expand_trace(result, path=tmp_path / "run.txt")
+
+
+# --------------------------------------------------------------------------- hostile traces
+
+
+HOSTILE = "x\nimport os; os.system('echo owned')  # "
+
+
+def hostile_trace(data: dict[str, object]) -> dict[str, object]:
+    """A trace (as a saved notebook could hold it) whose names, ids and text try to become code
+    or markup in the expanded cells."""
+
+    def walk(span: dict[str, object]) -> None:
+        span["name"] = HOSTILE
+        attributes = span.setdefault("attributes", {})
+        assert isinstance(attributes, dict)
+        if span.get("kind") == "tool_call":
+            attributes["call_id"] = HOSTILE
+            attributes["arguments"] = {"flag": True, "none": None, "text": HOSTILE}
+        if span.get("kind") == "model_call" and isinstance(attributes.get("response"), dict):
+            attributes["response"]["text"] = "## Not a heading\n<img src=x onerror=alert(1)>"
+        for child in span.get("children") or []:
+            walk(child)  # type: ignore[arg-type]
+
+    walk(data["root"])  # type: ignore[arg-type]
+    data["trace_id"] = HOSTILE
+    return data
+
+
+async def test_recorded_names_and_text_stay_data(add: ToolRegistry) -> None:
+    expansion = kode_nb.expand_trace(hostile_trace((await nested_run()).trace.to_dict()))
+    for source in sources(expansion.cells, "code"):  # every cell is valid Python, and data only
+        tree = ast.parse(source.replace("await ", ""))
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert imported <= {"json", "kode_nb"}, source
+        assert not any(isinstance(n, ast.Attribute) and n.attr == "system" for n in ast.walk(tree))
+    calls = [s for s in sources(expansion.cells, "code") if "executor.call(" in s]
+    assert any("{'flag': True, 'none': None, 'text':" in s for s in calls), calls
+    markdown = sources(expansion.cells, "markdown")
+    headings = [s for s in markdown if s.startswith("#")]
+    assert all("\n" not in s.split("\n\n")[0] for s in headings)  # a heading stays one line
+    text = next(s for s in markdown if "(model):" in s)
+    assert "\\## Not a heading" in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "<img" not in "".join(markdown)
