@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from kode_nb.agents._cost import format_cost
+
 __all__ = ["divergence_html", "divergence_text"]
 
 SHOWN_CHARS = 600
@@ -28,12 +30,6 @@ def _short(text: str, limit: int = SHOWN_CHARS) -> str:
 
 def _e(value: object) -> str:
     return escape(str(value), quote=True)
-
-
-def fmt_cost(cost: Any) -> str:
-    if cost is None or isinstance(cost, bool) or not isinstance(cost, (int, float)):
-        return "cost unknown"
-    return f"${cost:.4f}" if cost >= 0.0001 or cost == 0 else f"${cost:.2g}"
 
 
 def fmt_tokens(usage: Mapping[str, Any] | None) -> str:
@@ -70,7 +66,7 @@ def _items(step: Mapping[str, Any]) -> list[tuple[str, str]]:
                 f"⇢ {r.get('tool')} returned{flag}{edited}: {_short(r.get('text', ''))}",
             )
         )
-    cost = "replayed: no new cost" if step.get("replayed") else fmt_cost(step.get("cost"))
+    cost = "replayed: no new cost" if step.get("replayed") else format_cost(step.get("cost"))
     lines.append(("usage", f"{fmt_tokens(step.get('usage'))} · {cost}"))
     return lines
 
@@ -101,9 +97,9 @@ def _totals(branch: Mapping[str, Any]) -> tuple[str, str, str]:
     requests = branch.get("requests", 0)
     new = branch.get("new_requests", requests)
     tokens = f"{fmt_tokens(branch.get('usage'))} ({requests} model calls)"
-    cost = fmt_cost(branch.get("cost"))
+    cost = format_cost(branch.get("cost"))
     if new != requests:
-        cost += f"; new: {fmt_cost(branch.get('new_cost'))} for {new} requested ({requests - new} replayed)"
+        cost += f"; new: {format_cost(branch.get('new_cost'))} for {new} requested ({requests - new} replayed)"
     return f"{branch.get('status')}: {shown}", tokens, cost
 
 

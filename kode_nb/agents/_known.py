@@ -34,11 +34,13 @@ def remember_trace(trace: Trace | Mapping[str, Any], *, model: Any = None) -> Tr
     given no ``model=``); kept as long as the trace is. JSON handed over for a trace this
     process already keeps (a front end's copy of a run of this kernel) leaves the kept one."""
     if not isinstance(trace, Trace):
-        kept = _TRACES.get(str(trace.get("trace_id", ""))) if isinstance(trace, Mapping) else None
-        if kept is not None:
-            with _LOCK:
+        with _LOCK:
+            kept = (
+                _TRACES.get(str(trace.get("trace_id", ""))) if isinstance(trace, Mapping) else None
+            )
+            if kept is not None:
                 _TRACES.move_to_end(kept.trace_id)
-            return kept
+                return kept
         try:
             trace = Trace.from_dict(trace)
         except (KeyError, TypeError, ValueError) as exc:

@@ -15,6 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from kode_nb.agents._cost import format_cost
+
 __all__ = [
     "MAX_SPANS",
     "call_html",
@@ -28,6 +30,9 @@ __all__ = [
     "trace_html",
     "trace_text",
 ]
+
+fmt_cost = format_cost
+"""``$0.0021``; ``cost unknown`` for ``None`` (kode_nb/agents/_cost.py ``format_cost``)."""
 
 MAX_SPANS = 40
 """Spans of a trace drawn in its HTML; the others are summarized as "N more"."""
@@ -95,16 +100,6 @@ def _tokens(usage: Mapping[str, Any] | None) -> str:
 def _run_tokens(usage: Mapping[str, Any] | None) -> str:
     """A run's tokens; "tokens unknown" when its server sent no usage (never 0)."""
     return _tokens(usage) or "tokens unknown"
-
-
-def fmt_cost(cost: Any) -> str:
-    """``$0.0021``; ``cost unknown`` for ``None`` (an unknown price is never shown as $0)."""
-    if cost is None or isinstance(cost, bool) or not isinstance(cost, (int, float)):
-        return "cost unknown"
-    if cost >= 0.01 or cost == 0:
-        return f"${cost:,.2f}"
-    text = f"{cost:.6f}".rstrip("0")
-    return f"${text}" if len(text.split(".")[1]) >= 2 else f"${cost:.2f}"
 
 
 def _cost_of(data: Mapping[str, Any], key: str = "cost") -> str:
