@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 
 from kode_nb import define_tool
+from kode_nb._format import format_cost
 from kode_nb.agents import Agent, prices, set_price
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import call
 from kode_nb.tools import ToolRegistry
-from kode_nb.ui.record_html import fmt_cost
 from kode_nb.ui.records import run_record, trace_record
 
 pytestmark = pytest.mark.anyio
@@ -26,14 +26,6 @@ def _prices() -> Iterator[None]:
     prices.update(saved)
 
 
-def test_fmt_cost_never_shows_unknown_as_zero() -> None:
-    assert fmt_cost(None) == "cost unknown"
-    assert fmt_cost(0) == "$0.00"
-    assert fmt_cost(2.5) == "$2.50"
-    assert fmt_cost(0.0000208) == "$0.000021"
-    assert fmt_cost(0.0021) == "$0.0021"
-
-
 async def test_fallbacks_show_cost_and_only_the_new_messages(registry: ToolRegistry) -> None:
     define_tool(lambda: "y" * 300, name="long", description="Long text.", inline=True)
     set_price("priced", input=2.0, output=4.0)
@@ -43,8 +35,8 @@ async def test_fallbacks_show_cost_and_only_the_new_messages(registry: ToolRegis
                          max_result_chars=100).run("go")  # fmt: skip
     assert result.cost is not None
     record = run_record(agent="main", model="priced", result=result)
-    assert fmt_cost(result.cost) in record.html
-    assert fmt_cost(result.cost) in record.text
+    assert format_cost(result.cost) in record.html
+    assert format_cost(result.cost) in record.text
     trace = trace_record(result.trace)
     assert "new this turn (2 messages, request ≈ " in trace.html
     assert "what the model got (200 characters cut)" in trace.html

@@ -206,5 +206,5 @@ def test_token_counts_a_server_did_not_send_show_as_unknown_not_zero() -> None:
     assert run_summary("main", "completed", 2, (None, None)) == (
         "agent main: completed, 2 turns, tokens unknown"
     )
-    assert run_summary("main", "completed", 1, (12, None)).endswith("12 in / unknown out tokens")
+    assert run_summary("main", "completed", 1, (12, None)).endswith("12 in / ? out tokens")
     assert run_summary("main", "completed", 1, (0, 3)).endswith("0 in / 3 out tokens")

@@ -238,7 +238,7 @@ async def test_static_text_view_prints_the_stream_and_the_result(
         "[t: starting] call c",
         "[t: running]",
         "partial ",
-        "[ok] t (1 ms)",
+        "[ok] t (1.00 ms)",
         "whole",
     ]
 

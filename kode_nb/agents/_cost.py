@@ -24,7 +24,7 @@ from typing import Any
 from kode_nb.errors import ConfigurationError
 
 __all__ = [
-    "Price", "cost_of", "estimate_tokens", "format_cost", "price_for", "prices", "rollup",
+    "Price", "cost_of", "estimate_tokens", "price_for", "prices", "rollup",
     "set_price",
 ]  # fmt: skip
 
@@ -96,16 +96,6 @@ def cost_of(model: str | None, usage: Mapping[str, Any] | None) -> float | None:
     if price is None or tin is None or tout is None:
         return None
     return (tin * price.input + tout * price.output) / 1_000_000
-
-
-def format_cost(cost: Any) -> str:
-    """``$0.0021``; ``cost unknown`` for ``None`` (an unknown price is never shown as $0)."""
-    if cost is None or isinstance(cost, bool) or not isinstance(cost, (int, float)):
-        return "cost unknown"
-    if cost >= 0.01 or cost == 0:
-        return f"${cost:,.2f}"
-    text = f"{cost:.6f}".rstrip("0")
-    return f"${text}" if len(text.split(".")[1]) >= 2 else f"${cost:.2f}"
 
 
 def estimate_tokens(value: Any) -> int:

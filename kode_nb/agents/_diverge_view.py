@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from kode_nb.agents._cost import format_cost
+from kode_nb._format import format_cost, format_tokens, shorten
 
 __all__ = ["divergence_html", "divergence_text"]
 
@@ -23,21 +23,13 @@ MAX_TURNS = 60
 """Turns drawn (the rest summed up in one row)."""
 
 
-def _short(text: str, limit: int = SHOWN_CHARS) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def fmt_tokens(usage: Mapping[str, Any] | None) -> str:
+def _tokens(usage: Mapping[str, Any] | None) -> str:
     usage = usage or {}
-    tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
-    if tin is None and tout is None:
-        return "tokens unknown"
-    return f"{'?' if tin is None else f'{tin:,}'} in / {'?' if tout is None else f'{tout:,}'} out"
+    return format_tokens(usage.get("input_tokens"), usage.get("output_tokens"))
 
 
 def _items(step: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -45,29 +37,36 @@ def _items(step: Mapping[str, Any]) -> list[tuple[str, str]]:
     lines: list[tuple[str, str]] = []
     for m in step.get("sent") or []:
         if m.get("role") == "user":
-            lines.append(("message", f"→ user: {_short(m.get('text', ''))}"))
+            lines.append(("message", f"→ user: {shorten(m.get('text', ''), SHOWN_CHARS)}"))
         else:
             flag = " (error)" if m.get("is_error") else ""
-            lines.append(("sent", f"→ {m.get('name')} result{flag}: {_short(m.get('text', ''))}"))
+            lines.append(
+                (
+                    "sent",
+                    f"→ {m.get('name')} result{flag}: {shorten(m.get('text', ''), SHOWN_CHARS)}",
+                )
+            )
     replayed = " (replayed)" if step.get("replayed") else ""
     lines.append(("model", f"model {step.get('model') or '?'}{replayed}"))
     for c in step.get("calls") or []:
         lines.append(
-            ("tool calls", f"← calls {c.get('name')} {_short(c.get('arguments', ''), 200)}")
+            ("tool calls", f"← calls {c.get('name')} {shorten(c.get('arguments', ''), 200)}")
         )
     if step.get("text") or not step.get("calls"):
-        lines.append(("answer", f"← answer: {_short(step.get('text', '')) or '(empty)'}"))
+        lines.append(
+            ("answer", f"← answer: {shorten(step.get('text', ''), SHOWN_CHARS) or '(empty)'}")
+        )
     for r in step.get("results") or []:
         flag = " (error)" if r.get("is_error") else ""
         edited = " (edited)" if r.get("edited") else ""
         lines.append(
             (
                 "tool result",
-                f"⇢ {r.get('tool')} returned{flag}{edited}: {_short(r.get('text', ''))}",
+                f"⇢ {r.get('tool')} returned{flag}{edited}: {shorten(r.get('text', ''), SHOWN_CHARS)}",
             )
         )
     cost = "replayed: no new cost" if step.get("replayed") else format_cost(step.get("cost"))
-    lines.append(("usage", f"{fmt_tokens(step.get('usage'))} · {cost}"))
+    lines.append(("usage", f"{_tokens(step.get('usage'))} · {cost}"))
     return lines
 
 
@@ -93,10 +92,10 @@ def _steps(branch: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
 
 def _totals(branch: Mapping[str, Any]) -> tuple[str, str, str]:
     output = branch.get("output")
-    shown = _short(output if isinstance(output, str) else str(output), 300)
+    shown = shorten(output if isinstance(output, str) else str(output), 300)
     requests = branch.get("requests", 0)
     new = branch.get("new_requests", requests)
-    tokens = f"{fmt_tokens(branch.get('usage'))} ({requests} model calls)"
+    tokens = f"{_tokens(branch.get('usage'))} ({requests} model calls)"
     cost = format_cost(branch.get("cost"))
     if new != requests:
         cost += f"; new: {format_cost(branch.get('new_cost'))} for {new} requested ({requests - new} replayed)"
@@ -119,8 +118,8 @@ def divergence_html(data: Mapping[str, Any]) -> str:
     if data.get("system_prompt_differs"):
         parts.append(
             "<p>The system prompts differ:</p><ul>"
-            f"<li>{_e(a.get('label'))}: <code>{_e(_short(a.get('system_prompt', ''), 300))}</code></li>"
-            f"<li>{_e(b.get('label'))}: <code>{_e(_short(b.get('system_prompt', ''), 300))}</code></li></ul>"
+            f"<li>{_e(a.get('label'))}: <code>{_e(shorten(a.get('system_prompt', ''), 300))}</code></li>"
+            f"<li>{_e(b.get('label'))}: <code>{_e(shorten(b.get('system_prompt', ''), 300))}</code></li></ul>"
         )
     parts.append(
         "<table><thead><tr><th>turn</th>"

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kode_nb._format import shorten
 from kode_nb.agents._replay import load_trace
 from kode_nb.agents.trace import READABLE_SCHEMAS, Span, Trace
 from kode_nb.errors import ConfigurationError
@@ -119,7 +120,7 @@ class _Builder:
         model = _code_span(a.get("model", "?"))
         lines.append(f"- model: `{model}`\n- tools: {tools}\n- limits: {limits}")
         if a.get("output") is not None:
-            lines.append(f"- answer: {_quote(_short(a.get('output')))}")
+            lines.append(f"- answer: {_quote(shorten(a.get('output'), 300))}")
         self.markdown("\n".join(lines), run, "run", collapsed=True)
         for turn in run.children:
             if turn.kind == "turn":
@@ -217,11 +218,6 @@ def _python(value: Any) -> str:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             pass
     return f"json.loads({as_json!r})"
-
-
-def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _load(run_or_trace: Any, notes: list[str]) -> Trace:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeAlias, Union
 
+from kode_nb._format import shorten
 from kode_nb.models.base import Message, UserMessage
 
 __all__ = ["CompressContext", "compress_context"]
@@ -25,11 +26,6 @@ CompressContext: TypeAlias = Callable[
 _LIMIT = 500
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def compress_context(
     parent_messages: Sequence[Message], inputs: Mapping[str, Any], *, limit: int = _LIMIT
 ) -> str:
@@ -39,5 +35,5 @@ def compress_context(
     """
     for message in reversed(parent_messages):
         if isinstance(message, UserMessage) and message.content.strip():
-            return "The user's request to the calling agent: " + _shorten(message.content, limit)
+            return "The user's request to the calling agent: " + shorten(message.content, limit)
     return ""

@@ -31,7 +31,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 from kode_nb.execution._executor import Executor
 from kode_nb.types import ToolResult
 from kode_nb.ui.call_view import CallView
-from kode_nb.ui.html import fmt_duration
+from kode_nb.ui.html import took
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -389,7 +389,7 @@ class NotebookServer:
         from kode_nb.ui.records import call_status, table_record
 
         rows = [
-            {"tool": r.tool, "status": call_status(r), "duration": fmt_duration(r.duration),
+            {"tool": r.tool, "status": call_status(r), "duration": took(r),
              "call_id": r.call_id, "result": _first_line(r.text)}
             for r in self.results
         ]  # fmt: skip

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from kode_nb._format import format_tokens
 from kode_nb._redact import redact_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
 from kode_nb.ui.records import Record, run_record
-from kode_nb.ui.trace_html import token_text, usage_total
+from kode_nb.ui.trace_html import usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -44,7 +45,9 @@ def markdown_html(text: str) -> str:
 def run_summary(agent: str, status: str, turns: int, tokens: tuple[int | None, int | None]) -> str:
     """One plain line about a run (the ``text/plain`` of its view)."""
     label = "running" if status == "running" else status
-    return f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {token_text(tokens)}"
+    return (
+        f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {format_tokens(*tokens)}"
+    )
 
 
 def answer_html(result: AgentRunResult) -> str:

@@ -34,14 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from kode_nb._format import format_duration, format_tokens
 from kode_nb._redact import redact_text
 from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.delegation import DelegationTree
-from kode_nb.ui.html import BOX, PRE, call_args_html, clip, esc, fmt_duration, status_badge
+from kode_nb.ui.html import BOX, PRE, call_args_html, clip, esc, status_badge
 from kode_nb.ui.records import LIVE_MIME, Record, live_marker, run_record
-from kode_nb.ui.trace_html import token_text, trace_html, usage_total
+from kode_nb.ui.trace_html import trace_html, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -396,11 +397,11 @@ class RunView(W.VBox):  # type: ignore[misc]
         if self.status == "running":
             state = f"{status_badge('pending', 'running')} {self.elapsed:.0f} s"
         else:
-            took = fmt_duration(self.result.duration) if self.result is not None else ""
+            took = format_duration(self.result.duration) if self.result is not None else ""
             state = f"{status_badge('ok' if self.status in _STATUS_OK else 'error', self.status.replace('_', ' '))} {took}"
         return (
             f"{_AGENT_BADGE} <b>{esc(self.agent)}</b> <code>{esc(self.model)}</code> {state}"
-            f' <span style="{MUTED}">turn {self.turns} · {token_text(self.tokens)}'
+            f' <span style="{MUTED}">turn {self.turns} · {format_tokens(*self.tokens)}'
             f'</span> <small style="{MUTED}">{esc(self.run_id)}</small>'
         )
 

@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from kode_nb._format import format_cost, format_tokens
 from kode_nb.policy import approve, deny
 from kode_nb.ui.approval import DECIDED_BY
 from kode_nb.ui.html import esc
-from kode_nb.ui.record_html import fmt_cost
-from kode_nb.ui.trace_html import token_text
 
 if TYPE_CHECKING:
     from kode_nb.ui.agent_view import RunView
@@ -122,10 +121,10 @@ class _Line(W.HBox):  # type: ignore[misc]
             f"{'  ' * v.depth}{'└ ' if v.depth else ''}{v.agent}",
             v.status.replace("_", " "),
             f"turn {v.turns}",
-            token_text(tokens) if seen else "no model call yet",
+            format_tokens(*tokens) if seen else "no model call yet",
         ]
         if seen:
-            parts.append(fmt_cost(cost))
+            parts.append(format_cost(cost))
         waiting = pending(v)
         if waiting:
             more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""

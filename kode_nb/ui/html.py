@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kode_nb._format import format_duration
 from kode_nb._redact import redact, redact_text
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ __all__ = [
     "esc",
     "event_html",
     "event_text",
-    "fmt_duration",
     "kind_badge",
     "policy_html",
     "policy_text",
@@ -45,6 +45,7 @@ __all__ = [
     "result_html",
     "result_text",
     "status_badge",
+    "took",
 ]
 
 MAX_HTML_TEXT = 20_000
@@ -100,14 +101,10 @@ def clip_head(text: str, limit: int = MAX_HTML_TEXT) -> str:
     )
 
 
-def fmt_duration(seconds: float) -> str:
-    if seconds <= 0:
-        return "not run"  # ended before the tool body started (bad arguments, denied...)
-    if seconds < 0.001:
-        return f"{seconds * 1e3:.2f} ms"
-    if seconds < 1:
-        return f"{seconds * 1e3:.0f} ms"
-    return f"{seconds:.2f} s"
+def took(result: ToolResult) -> str:
+    """How long a call ran; "not run" when it ended before the tool body started (bad
+    arguments, denied...)."""
+    return format_duration(result.duration, "not run")
 
 
 def _badge(text: str, color: str) -> str:
@@ -143,7 +140,7 @@ def _block_html(block: Any) -> str:
 def result_html(result: ToolResult) -> str:
     head = (
         f"{status_badge(result.status)} <b>{esc(result.tool)}</b>"
-        f' <span style="color:var(--jp-ui-font-color2,#666)">{fmt_duration(result.duration)}'
+        f' <span style="color:var(--jp-ui-font-color2,#666)">{took(result)}'
         + (f" · {esc(result.error_type)}" if result.error_type else "")
         + "</span>"
     )
@@ -166,7 +163,7 @@ def result_body_html(result: ToolResult, *, markdown: bool = False) -> str:
 
 
 def result_text(result: ToolResult) -> str:
-    head = f"[{result.status}] {result.tool} ({fmt_duration(result.duration)})"
+    head = f"[{result.status}] {result.tool} ({took(result)})"
     return f"{head}\n{clip_head(result.text)}" if result.content else head
 
 
@@ -187,7 +184,7 @@ def call_header_html(
     tool: str, kind: str, call_id: str, state: str, elapsed: float, result: Any
 ) -> str:
     if result is not None:
-        status = f"{status_badge(result.status)} {fmt_duration(result.duration)}"
+        status = f"{status_badge(result.status)} {took(result)}"
     else:
         status = f"{status_badge('pending', STATE_LABELS.get(state, state))} {elapsed:.0f} s"
     return (
@@ -228,7 +225,7 @@ def call_html(
 def call_text(tool: str, call_id: str, state: str, result: Any) -> str:
     if result is None:
         return f"{tool}: {STATE_LABELS.get(state, state)} (call {call_id})"
-    return f"{tool}: {result.status} in {fmt_duration(result.duration)}\n{clip_head(result.text)}"
+    return f"{tool}: {result.status} in {took(result)}\n{clip_head(result.text)}"
 
 
 # --------------------------------------------------------------------------- events

@@ -14,9 +14,10 @@ notebook shows. Outside a kernel with widgets only the final record is shown.
 from __future__ import annotations
 
 import asyncio
-import json
 from html import escape
 from typing import TYPE_CHECKING, Any
+
+from kode_nb._format import format_cost, format_duration, format_tokens, shorten
 
 if TYPE_CHECKING:
     from kode_nb.many.core import ManyRun
@@ -32,22 +33,19 @@ REFRESH = 0.2
 """Seconds between refreshes of the live view, at least."""
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+SHOWN_CHARS = 60
+"""Characters of a row's input or output shown in the table (the DataFrame has them whole)."""
 
 
 def _tokens(batch: ManyRun) -> str:
     p = batch.progress
-    cost = f", cost {p.cost:.4f}" if p.cost is not None else ""
-    return f"{p.input_tokens:,} in / {p.output_tokens:,} out tokens{cost}"
+    return f"{format_tokens(p.input_tokens, p.output_tokens)}, {format_cost(p.cost)}"
 
 
 def summary_text(batch: ManyRun) -> str:
     p = batch.progress
     ok = p.done - p.failed
-    took = f"; {p.elapsed:.1f} s" if p.ended else ""
+    took = f"; {format_duration(p.elapsed)}" if p.ended and p.elapsed > 0 else ""
     return (
         f"{batch.target.display}: {p.total} runs, {batch.status} — {ok} ok, {p.failed} failed, "
         f"{p.cached} from the cache; {_tokens(batch)}{took}"
@@ -56,8 +54,8 @@ def summary_text(batch: ManyRun) -> str:
 
 def _row_input(row: dict[str, Any]) -> str:
     if len(row) == 1:
-        return _short(next(iter(row.values())))
-    return _short(", ".join(f"{k}={_short(v, 30)}" for k, v in row.items()))
+        return shorten(next(iter(row.values())), SHOWN_CHARS)
+    return shorten(", ".join(f"{k}={shorten(v, 30)}" for k, v in row.items()), SHOWN_CHARS)
 
 
 def table_record(batch: ManyRun) -> dict[str, Any]:
@@ -67,8 +65,8 @@ def table_record(batch: ManyRun) -> dict[str, Any]:
         r = batch.results[i]
         rows.append({
             "row": i, "input": _row_input(row), "status": r.status if r else "pending",
-            "output": _short(r.output) if r and r.output is not None else None,
-            "error": _short(r.error, 120) if r and r.error else None,
+            "output": shorten(r.output, SHOWN_CHARS) if r and r.output is not None else None,
+            "error": shorten(r.error, 120) if r and r.error else None,
             "turns": r.turns if r else None,
             "tokens": (r.input_tokens or 0) + (r.output_tokens or 0)
             if r and r.input_tokens is not None else None,
@@ -137,7 +135,7 @@ def inbox_bundle(inbox: Inbox) -> dict[str, Any]:
         f"denied, {c['by_policy']} by policy"
     )
     rows = [
-        {"id": p.id, "row": p.row, "tool": p.tool, "arguments": _short(dict(p.arguments), 80)}
+        {"id": p.id, "row": p.row, "tool": p.tool, "arguments": shorten(dict(p.arguments), 80)}
         for p in pending
     ]
     record = {
@@ -167,7 +165,7 @@ def inbox_bundle(inbox: Inbox) -> dict[str, Any]:
 def _live_text(batch: ManyRun) -> str:
     p = batch.progress
     rate = f"{p.rate:.1f} runs/s" if p.rate else "- runs/s"
-    eta = f"ETA {p.eta:.0f} s" if p.eta is not None else "ETA -"
+    eta = f"ETA {format_duration(p.eta) or '-'}"
     return (
         f"{batch.target.display}: {p.done}/{p.total} done · {p.failed} failed · "
         f"{p.running} running · {p.waiting} waiting for approval · {rate} · {eta} · "

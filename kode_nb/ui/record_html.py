@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.agents._cost import format_cost
+from kode_nb._format import format_cost, format_duration, format_tokens
 
 __all__ = [
     "MAX_SPANS",
@@ -30,9 +30,6 @@ __all__ = [
     "trace_html",
     "trace_text",
 ]
-
-fmt_cost = format_cost
-"""``$0.0021``; ``cost unknown`` for ``None`` (kode_nb/agents/_cost.py ``format_cost``)."""
 
 MAX_SPANS = 40
 """Spans of a trace drawn in its HTML; the others are summarized as "N more"."""
@@ -74,36 +71,24 @@ def _pre(text: str) -> str:
     return f"<pre>{_esc(_clip(text))}</pre>"
 
 
-def fmt_seconds(seconds: float | None) -> str:
-    if seconds is None or seconds <= 0:
-        return ""
-    if seconds < 0.001:
-        return f"{seconds * 1e3:.2f} ms"
-    if seconds < 1:
-        return f"{seconds * 1e3:.0f} ms"
-    return f"{seconds:.2f} s"
-
-
 def _status(status: str) -> str:
     icon = STATUS_ICONS.get(status, "•")
     return f"{icon} {status.replace('_', ' ')}"
 
 
 def _tokens(usage: Mapping[str, Any] | None) -> str:
+    """A span's tokens: "tokens unknown" when its server sent no usage (never 0)."""
     usage = usage or {}
-    tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
-    if tin is None and tout is None:
-        return ""
-    return f"{'?' if tin is None else tin} in / {'?' if tout is None else tout} out tokens"
+    return format_tokens(usage.get("input_tokens"), usage.get("output_tokens"))
 
 
-def _run_tokens(usage: Mapping[str, Any] | None) -> str:
-    """A run's tokens; "tokens unknown" when its server sent no usage (never 0)."""
-    return _tokens(usage) or "tokens unknown"
+def _span_tokens(usage: Mapping[str, Any] | None) -> str:
+    """Tokens of a span that may have none (a tool call): "" unless it recorded usage."""
+    return _tokens(usage) if usage else ""
 
 
 def _cost_of(data: Mapping[str, Any], key: str = "cost") -> str:
-    return fmt_cost(data[key]) if key in data else ""
+    return format_cost(data[key]) if key in data else ""
 
 
 def _line(*parts: str) -> str:
@@ -147,7 +132,7 @@ def call_head(data: Mapping[str, Any]) -> str:
     return _line(
         f"tool <b>{_esc(data['tool'])}</b> <code>{_esc(data.get('kind') or 'other')}</code>",
         _esc(_status(str(data["status"]))),
-        _esc(fmt_seconds(data.get("duration"))),
+        _esc(format_duration(data.get("duration"))),
     )
 
 
@@ -185,7 +170,7 @@ def call_html(data: Mapping[str, Any]) -> str:
 
 def call_text(data: Mapping[str, Any]) -> str:
     head = f"{data['tool']}: {str(data['status']).replace('_', ' ')}"
-    took = fmt_seconds(data.get("duration"))
+    took = format_duration(data.get("duration"))
     head += f" in {took}" if took else ""
     decided = approval_line(data.get("approval"))
     lines = [head] + ([decided] if decided else [])
@@ -205,9 +190,9 @@ def run_head(data: Mapping[str, Any]) -> str:
         f"agent <b>{_esc(data['agent'])}</b>{model}",
         _esc(_status(str(data["status"]))),
         f"{turns} turn{'s' if turns != 1 else ''}",
-        _esc(_run_tokens(data.get("usage"))),
+        _esc(_tokens(data.get("usage"))),
         _esc(_cost_of(data)),
-        _esc(fmt_seconds(data.get("duration"))),
+        _esc(format_duration(data.get("duration"))),
     )
 
 
@@ -243,7 +228,7 @@ def run_text(data: Mapping[str, Any]) -> str:
         for p in (
             f"agent {data['agent']}: {data['status'].replace('_', ' ')}",
             f"{turns} turn{'s' if turns != 1 else ''}",
-            _run_tokens(data.get("usage")),
+            _tokens(data.get("usage")),
             _cost_of(data),
         )
         if p
@@ -281,8 +266,8 @@ def _span_summary(span: Mapping[str, Any]) -> str:
     return _line(
         f"{_esc(label)} <b>{_esc(span.get('name', ''))}</b>",
         _esc(_status(str(span.get("status", "")))),
-        _esc(fmt_seconds(span.get("duration"))),
-        _esc(_tokens((span.get("attributes") or {}).get("usage"))),
+        _esc(format_duration(span.get("duration"))),
+        _esc(_span_tokens((span.get("attributes") or {}).get("usage"))),
         _esc(_span_cost(span)),
     )
 
@@ -290,9 +275,7 @@ def _span_summary(span: Mapping[str, Any]) -> str:
 def _span_cost(span: Mapping[str, Any]) -> str:
     a = span.get("attributes") or {}
     if span.get("kind") == "tool_call" and "subtree_cost" in a:
-        return f"subtree {_tokens(a.get('subtree_usage')) or 'tokens unknown'}, " + fmt_cost(
-            a["subtree_cost"]
-        )
+        return f"subtree {_tokens(a.get('subtree_usage'))}, " + format_cost(a["subtree_cost"])
     return _cost_of(a) if span.get("kind") in ("model_call", "run") else ""
 
 
@@ -405,7 +388,7 @@ def trace_text(data: Mapping[str, Any], *, max_lines: int = MAX_SPANS) -> str:
         nonlocal total
         total += 1
         if len(lines) < max_lines:
-            took = fmt_seconds(span.get("duration"))
+            took = format_duration(span.get("duration"))
             lines.append(
                 "  " * depth
                 + f"{span.get('kind')} {span.get('name')} [{span.get('status')}]"

@@ -22,6 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kode_nb._format import shorten
 from kode_nb._redact import redact
 from kode_nb.ui import record_html as RH
 
@@ -54,6 +55,8 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 LIVE_MIME = "application/vnd.kode-nb.live+json"
 """The marker a live view's widget bundle carries (``{"schema": "kode_nb.live/v1", "kind": ...}``),
 so a front end can tell it from other widgets when its kernel stops before the final record."""
+_EDIT_CHARS = 160
+"""Characters of a value edited or given by hand while stepping, in a run's list of changes."""
 RESULT_CHARS = 20_000
 """Characters of a result or stream kept in a record (a result its head, a stream its tail)."""
 
@@ -261,20 +264,16 @@ def steps_of(root: Mapping[str, Any]) -> dict[str, Any] | None:
                 pauses += 1
             elif name == "step_edit" and kind == "tool_call":
                 changes.append(f"{where}: {attrs.get('tool')} arguments edited by hand: "
-                               f"{_short(ev.get('before'))} → {_short(ev.get('after'))}")  # fmt: skip
+                               f"{shorten(ev.get('before'), _EDIT_CHARS)} → "
+                               f"{shorten(ev.get('after'), _EDIT_CHARS)}")  # fmt: skip
             elif name == "step_edit":
                 changes.append(f"{where}: message [{ev.get('message')}] ({ev.get('role')}) "
-                               f"edited by hand: {_short(ev.get('after'))}")  # fmt: skip
+                               f"edited by hand: {shorten(ev.get('after'), _EDIT_CHARS)}")  # fmt: skip
             elif name == "step_given":
                 changes.append(f"{where}: {attrs.get('tool')} result given by hand (not run): "
-                               f"{_short(ev.get('text'))}")  # fmt: skip
+                               f"{shorten(ev.get('text'), _EDIT_CHARS)}")  # fmt: skip
         todo.extend((c, agent, turn) for c in reversed(span.get("children") or ()))
     return {"pauses": pauses, "changes": changes} if pauses else None
-
-
-def _short(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _output_text(output: Any) -> str:

@@ -23,7 +23,7 @@ from kode_nb.ui.html import (
     call_html,
     call_text,
     clip_head,
-    fmt_duration,
+    took,
 )
 from kode_nb.ui.records import Record, approval_of, finished_call_record
 
@@ -96,7 +96,7 @@ class StaticCallView:
         else:
             if self._chunks and not self._chunks[-1].endswith("\n"):
                 print()
-            print(f"[{result.status}] {self.tool} ({fmt_duration(result.duration)})")
+            print(f"[{result.status}] {self.tool} ({took(result)})")
             print(clip_head(result.text))
 
     @property

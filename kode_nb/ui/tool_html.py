@@ -7,7 +7,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kode_nb.ui.html import BOX, PRE, TD, esc, fmt_duration, kind_badge, pretty_json
+from kode_nb._format import format_duration
+from kode_nb.ui.html import BOX, PRE, TD, esc, kind_badge, pretty_json
 
 if TYPE_CHECKING:
     from kode_nb.tools._model import Tool
@@ -205,7 +206,7 @@ def tool_rows(
     rows: list[tuple[str, ...]] = []
     for t in tools:
         s = registry.stats(t.name)
-        mean = fmt_duration(s.mean) if s.calls else "—"
+        mean = format_duration(s.mean) if s.calls else "—"
         rows.append(
             (
                 t.name,
@@ -244,8 +245,8 @@ def registry_record(
             {
                 "name": t.name, "kind": t.kind.value, "category": t.category.value,
                 "groups": ", ".join(t.groups), "calls": s.calls, "failures": s.failures,
-                "denials": s.denials, "mean": fmt_duration(s.mean) if ran else None,
-                "p95": fmt_duration(s.p95) if ran else None,
+                "denials": s.denials, "mean": format_duration(s.mean) if ran else None,
+                "p95": format_duration(s.p95) if ran else None,
             }
         )  # fmt: skip
         if stuck is not None:

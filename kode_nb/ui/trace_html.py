@@ -14,25 +14,18 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
+from kode_nb._format import format_duration, format_tokens, shorten
+from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
 
 if TYPE_CHECKING:
     from kode_nb.agents.trace import Span, Trace
 
-__all__ = ["TraceDisplay", "span_tokens", "token_text", "trace_html", "trace_text", "usage_total"]
+__all__ = ["TraceDisplay", "span_tokens", "trace_html", "trace_text", "usage_total"]
 
 _ICONS = {"run": "agent", "turn": "", "model_call": "model", "tool_call": "tool"}
 _MUTED = "color:var(--jp-ui-font-color2,#666)"
 _TEXT_LIMIT = 4000
 """Characters of one value shown in the HTML (the tail is kept; the JSON has everything)."""
-
-
-def token_text(tokens: tuple[int | None, int | None]) -> str:
-    """``"12 in / 7 out tokens"``; a count the server did not send is ``unknown``, never 0."""
-    if tokens[0] is None and tokens[1] is None:
-        return "tokens unknown"
-    shown = ["unknown" if n is None else str(n) for n in tokens]
-    return f"{shown[0]} in / {shown[1]} out tokens"
 
 
 def usage_total(
@@ -69,7 +62,7 @@ def _status(span: Span) -> str:
 
 
 def _duration(span: Span) -> str:
-    return "running" if span.duration is None else fmt_duration(span.duration)
+    return "running" if span.duration is None else format_duration(span.duration, "not run")
 
 
 def _summary(span: Span) -> str:
@@ -80,7 +73,7 @@ def _summary(span: Span) -> str:
     ]
     tokens = span_tokens(span)
     if tokens is not None:
-        parts.append(f'<span style="{_MUTED}">{token_text(tokens)}</span>')
+        parts.append(f'<span style="{_MUTED}">{format_tokens(*tokens)}</span>')
     return " ".join(parts)
 
 
@@ -170,18 +163,13 @@ def _line(span: Span) -> str:
     tokens = span_tokens(span)
     text = f"{span.name} [{span.status}] {_duration(span)}"
     if tokens is not None:
-        text += f" · {token_text(tokens)}"
+        text += f" · {format_tokens(*tokens)}"
     a = span.attributes
     if span.kind == "tool_call":
         args = json.dumps(a.get("arguments", {}), ensure_ascii=False)
         result = (a.get("result") or {}).get("text", "")
-        text += f"  {clip(args, 120)} → {_short(str(result))}"
+        text += f"  {clip(args, 120)} → {shorten(str(result), 100)}"
     return text
-
-
-def _short(text: str, limit: int = 100) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def trace_text(trace: Trace) -> str:

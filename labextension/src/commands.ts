@@ -11,6 +11,7 @@ import { Notification } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { CommandOutcome } from './bridge';
+import { str } from './core/json';
 import { collapseHeadings, insertCells } from './panel/cells';
 import { KernelAbsentError, NotebookConnection } from './panel/connection';
 import { tracesInOutputs } from './panel/protocol';
@@ -33,14 +34,15 @@ interface Located {
 
 class Refusal extends Error {}
 
-function str(v: unknown): string | undefined {
-  return typeof v === 'string' && v ? v : undefined;
+/** A non-empty string argument, or undefined. */
+function given(v: unknown): string | undefined {
+  return str(v) || undefined;
 }
 
 /** The notebook cell showing the trace the arguments name (see the command docs below). */
 export function locate(tracker: INotebookTracker, args: Obj): Located {
-  const traceId = str(args['traceId']);
-  const cellId = str(args['cellId']);
+  const traceId = given(args['traceId']);
+  const cellId = given(args['cellId']);
   const panels: NotebookPanel[] = [];
   if (cellId) {
     tracker.forEach(p => void panels.push(p));
@@ -118,7 +120,7 @@ async function fork(
   connectionOf: (panel: NotebookPanel) => NotebookConnection,
   args: Obj
 ): Promise<CommandOutcome> {
-  const spanId = str(args['spanId']);
+  const spanId = given(args['spanId']);
   if (!spanId) {
     throw new Refusal('Fork needs the span to fork at (spanId).');
   }

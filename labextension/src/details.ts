@@ -1,13 +1,16 @@
 /** The details pane of the trace viewer: everything recorded about one span. */
 
 import { copyButton, h, pretty, block, Child } from './dom';
-import { formatCost, spanCost } from './core/cost';
-import { formatCount, formatDuration, formatTokens } from './core/format';
+import { spanCost } from './core/cost';
+import {
+  compactTokens,
+  formatCost,
+  formatCount,
+  formatDuration,
+  formatTokens
+} from './core/format';
+import { isObject } from './core/json';
 import { FlatSpan, FlatTrace, SpanData } from './core/trace';
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function field(label: string, value: Child | Child[]): HTMLElement {
   const values = Array.isArray(value) ? value : [value];
@@ -170,7 +173,7 @@ function modelSection(a: Record<string, unknown>): HTMLElement[] {
     section(
       'Model call',
       field('model', String(a['model'] ?? '–')),
-      field('latency', formatDuration(typeof a['latency'] === 'number' ? a['latency'] : null)),
+      field('latency', formatDuration(a['latency'], '–')),
       field('stop reason', String(a['stop_reason'] ?? '–')),
       field(
         'history',
@@ -180,7 +183,7 @@ function modelSection(a: Record<string, unknown>): HTMLElement[] {
       typeof estimate === 'number'
         ? field('request size', `≈ ${formatCount(estimate)} tokens (characters / 4)`)
         : null,
-      'cost' in a ? field('cost', formatCost(a['cost'] as number | null)) : null
+      'cost' in a ? field('cost', formatCost(a['cost'])) : null
     ),
     requestSection(a),
     section(
@@ -208,18 +211,10 @@ function toolSection(s: SpanData): HTMLElement[] {
       isObject(a['subtree_usage'])
         ? field(
             'subagent cost',
-            `${
-              formatTokens({
-                input:
-                  typeof a['subtree_usage']['input_tokens'] === 'number'
-                    ? a['subtree_usage']['input_tokens']
-                    : null,
-                output:
-                  typeof a['subtree_usage']['output_tokens'] === 'number'
-                    ? a['subtree_usage']['output_tokens']
-                    : null
-              }) || 'tokens unknown'
-            } tokens · ${formatCost(spanCost(s)) || 'cost unknown'}`
+            `${formatTokens(
+              a['subtree_usage']['input_tokens'],
+              a['subtree_usage']['output_tokens']
+            )} · ${formatCost(spanCost(s) ?? null)}`
           )
         : null
     ),
@@ -229,10 +224,7 @@ function toolSection(s: SpanData): HTMLElement[] {
           'Result',
           field('status', statusBadge(String(result['status'] ?? '?'))),
           result['error_type'] ? field('error type', String(result['error_type'])) : null,
-          field(
-            'duration',
-            formatDuration(typeof result['duration'] === 'number' ? result['duration'] : null)
-          ),
+          field('duration', formatDuration(result['duration'], '–')),
           block(text(result['text'] ?? '')),
           typeof a['model_text'] === 'string'
             ? h(
@@ -267,7 +259,11 @@ function eventsSection(flat: FlatTrace, s: SpanData): HTMLElement | null {
     h(
       'tr',
       null,
-      h('td.kode-nb-num', null, e.time === null ? '' : `+${formatDuration(e.time - flat.start)}`),
+      h(
+        'td.kode-nb-num',
+        null,
+        e.time === null ? '' : `+${formatDuration(e.time - flat.start, '0 s')}`
+      ),
       h('td', null, h('code', null, e.name)),
       h('td', null, Object.keys(e.attributes).length ? pretty(e.attributes) : '')
     )
@@ -346,14 +342,14 @@ export function renderDetails(
     ),
     field(
       'duration',
-      `${formatDuration(span.duration)} (starts +${formatDuration(s.start - flat.start)})`
+      `${formatDuration(span.duration, '–')} (starts +${formatDuration(s.start - flat.start, '0 s')})`
     ),
     field(
       'subtree',
-      `${s.size.toLocaleString()} span${s.size === 1 ? '' : 's'}, tokens ${formatTokens(s.subtreeTokens) || '–'}`
+      `${s.size.toLocaleString()} span${s.size === 1 ? '' : 's'}, tokens ${compactTokens(s.subtreeTokens) || '–'}`
     ),
     span.kind === 'model_call' || span.kind === 'run'
-      ? field('tokens (in→out)', formatTokens(s.tokens) || 'not reported')
+      ? field('tokens (in→out)', compactTokens(s.tokens) || 'not reported')
       : null,
     s.critical ? field('critical path', 'yes: this span ends when its parent can') : null,
     span.error ? section('Error', h('pre.kode-nb-pre.kode-nb-error', null, span.error)) : null,

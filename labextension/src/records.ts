@@ -2,25 +2,11 @@
 
 import { block, Child, copyButton, h, pretty } from './dom';
 import { statusBadge } from './details';
-import { formatCount, formatDuration } from './core/format';
-import { formatCost } from './core/cost';
+import { formatCost, formatDuration, formatTokens } from './core/format';
+import { asText, isObject } from './core/json';
 import { stepsSummary } from './core/steps';
 import { checkSchema, parseTrace } from './core/trace';
 import { TraceViewer } from './viewer';
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function s(value: unknown, fallback = ''): string {
-  return value === null || value === undefined ? fallback : String(value);
-}
-
-function num(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
 
 /** Renders markdown safely into `host` (the rendermime markdown renderer, sanitized). */
 export type MarkdownRenderer = (host: HTMLElement, source: string) => Promise<void>;
@@ -38,20 +24,17 @@ function header(...parts: Child[]): HTMLElement {
 export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
   const r = checkSchema(data, 'run');
   const usage = isObject(r['usage']) ? r['usage'] : {};
-  const tokens = `${formatCount(num(usage['input_tokens']))} in / ${formatCount(num(usage['output_tokens']))} out`;
   const node = h(
     'div.kode-nb-run',
     null,
     header(
-      h('b', null, s(r['agent'], 'agent')),
-      r['model'] ? h('span.kode-nb-muted', null, s(r['model'])) : null,
-      statusBadge(s(r['status'], 'unknown')),
-      h('span', null, `${s(r['turns'], '?')} turn${r['turns'] === 1 ? '' : 's'}`),
-      h('span', null, `tokens ${tokens}`),
-      'cost' in r
-        ? h('span.kode-nb-cost', null, formatCost(num(r['cost'])) || 'cost unknown')
-        : null,
-      h('span', null, formatDuration(num(r['duration'])))
+      h('b', null, asText(r['agent'], 'agent')),
+      r['model'] ? h('span.kode-nb-muted', null, asText(r['model'])) : null,
+      statusBadge(asText(r['status'], 'unknown')),
+      h('span', null, `${asText(r['turns'], '?')} turn${r['turns'] === 1 ? '' : 's'}`),
+      h('span', null, formatTokens(usage['input_tokens'], usage['output_tokens'])),
+      'cost' in r ? h('span.kode-nb-cost', null, formatCost(r['cost'] ?? null)) : null,
+      h('span', null, formatDuration(r['duration'], '–'))
     )
   );
   if (r['prompt']) {
@@ -60,7 +43,7 @@ export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
         'div.kode-nb-prompt',
         null,
         h('span.kode-nb-muted', null, 'Prompt '),
-        h('span', null, s(r['prompt']))
+        h('span', null, asText(r['prompt']))
       )
     );
   }
@@ -71,7 +54,7 @@ export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
     done = markdown(out, r['output']);
   }
   if (r['error']) {
-    node.appendChild(h('pre.kode-nb-pre.kode-nb-error', { role: 'alert' }, s(r['error'])));
+    node.appendChild(h('pre.kode-nb-pre.kode-nb-error', { role: 'alert' }, asText(r['error'])));
   }
   const interrupted = isObject(r['interrupted']) ? r['interrupted'] : null;
   if (interrupted) {
@@ -79,12 +62,12 @@ export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
       h(
         'div.kode-nb-warning',
         null,
-        `Interrupted at turn ${s(interrupted['turn'], '?')}: ${s(interrupted['reason'])}`
+        `Interrupted at turn ${asText(interrupted['turn'], '?')}: ${asText(interrupted['reason'])}`
       )
     );
   }
   for (const w of Array.isArray(r['warnings']) ? r['warnings'] : []) {
-    node.appendChild(h('div.kode-nb-warning', null, `Warning: ${s(w)}`));
+    node.appendChild(h('div.kode-nb-warning', null, `Warning: ${asText(w)}`));
   }
   const steps = stepsSummary(r['steps']);
   if (steps) {
@@ -118,17 +101,17 @@ export function renderCall(data: unknown): HTMLElement {
     'div.kode-nb-call',
     null,
     header(
-      h('code.kode-nb-tool-name', null, s(c['tool'], 'tool')),
-      h('span.kode-nb-kind', null, s(c['kind'], 'other')),
-      statusBadge(s(c['status'], 'unknown')),
-      h('span', null, formatDuration(num(c['duration']))),
-      h('span.kode-nb-muted', null, s(c['call_id']))
+      h('code.kode-nb-tool-name', null, asText(c['tool'], 'tool')),
+      h('span.kode-nb-kind', null, asText(c['kind'], 'other')),
+      statusBadge(asText(c['status'], 'unknown')),
+      h('span', null, formatDuration(c['duration'], '–')),
+      h('span.kode-nb-muted', null, asText(c['call_id']))
     )
   );
   const approval = isObject(c['approval']) ? c['approval'] : null;
   if (approval) {
-    const word = APPROVAL_WORDS[s(approval['decision'])] ?? s(approval['decision'], '?');
-    const reason = approval['reason'] ? `: ${s(approval['reason'])}` : '';
+    const word = APPROVAL_WORDS[asText(approval['decision'])] ?? asText(approval['decision'], '?');
+    const reason = approval['reason'] ? `: ${asText(approval['reason'])}` : '';
     node.appendChild(h('div.kode-nb-approval', null, `${word}${reason}`));
   }
   if (c['arguments'] !== null && c['arguments'] !== undefined) {
@@ -151,24 +134,24 @@ export function renderCall(data: unknown): HTMLElement {
   }
   const updates = isObject(c['updates']) ? c['updates'] : null;
   if (updates && updates['text']) {
-    const note = `${s(updates['count'], '?')} updates${updates['truncated'] ? ' (showing the end)' : ''}`;
+    const note = `${asText(updates['count'], '?')} updates${updates['truncated'] ? ' (showing the end)' : ''}`;
     node.appendChild(h('div.kode-nb-muted', null, note));
-    node.appendChild(block(s(updates['text']), 'kode-nb-stream'));
+    node.appendChild(block(asText(updates['text']), 'kode-nb-stream'));
   }
   const result = isObject(c['result']) ? c['result'] : null;
   if (result) {
-    const text = s(result['text']);
+    const text = asText(result['text']);
     node.appendChild(
       h(
         'div.kode-nb-result',
         null,
-        result['error_type'] ? h('div.kode-nb-error', null, s(result['error_type'])) : null,
+        result['error_type'] ? h('div.kode-nb-error', null, asText(result['error_type'])) : null,
         h(`pre.kode-nb-pre${result['is_error'] ? '.kode-nb-error' : ''}`, null, text),
         result['truncated']
           ? h(
               'div.kode-nb-muted',
               null,
-              `(${text.length.toLocaleString()} of ${s(result['total_chars'], '?')} characters shown)`
+              `(${text.length.toLocaleString()} of ${asText(result['total_chars'], '?')} characters shown)`
             )
           : null,
         result['details'] !== null && result['details'] !== undefined
@@ -194,31 +177,31 @@ export function renderCard(data: unknown): HTMLElement {
     'div.kode-nb-card',
     null,
     header(
-      h('code.kode-nb-tool-name', null, s(c['name'], 'tool')),
-      c['label'] && c['label'] !== c['name'] ? h('span', null, s(c['label'])) : null,
-      h('span.kode-nb-kind', null, s(c['kind'], 'other')),
-      h('span.kode-nb-muted', null, s(c['category'])),
-      h('span.kode-nb-muted', null, `approval: ${s(c['approval'], '?')}`),
+      h('code.kode-nb-tool-name', null, asText(c['name'], 'tool')),
+      c['label'] && c['label'] !== c['name'] ? h('span', null, asText(c['label'])) : null,
+      h('span.kode-nb-kind', null, asText(c['kind'], 'other')),
+      h('span.kode-nb-muted', null, asText(c['category'])),
+      h('span.kode-nb-muted', null, `approval: ${asText(c['approval'], '?')}`),
       c['timeout'] !== null && c['timeout'] !== undefined
-        ? h('span.kode-nb-muted', null, `timeout ${formatDuration(num(c['timeout']))}`)
+        ? h('span.kode-nb-muted', null, `timeout ${formatDuration(c['timeout'], '–')}`)
         : null
     ),
-    c['description'] ? h('div.kode-nb-description', null, s(c['description'])) : null,
+    c['description'] ? h('div.kode-nb-description', null, asText(c['description'])) : null,
     Array.isArray(c['groups']) && c['groups'].length
       ? h('div.kode-nb-muted', null, `groups: ${c['groups'].map(String).join(', ')}`)
       : null,
-    c['source'] ? h('div.kode-nb-muted', null, `source: ${s(c['source'])}`) : null
+    c['source'] ? h('div.kode-nb-muted', null, `source: ${asText(c['source'])}`) : null
   );
   if (params.length) {
     node.appendChild(
       table(
         ['Parameter', 'Type', 'Required', 'Default', 'Description'],
         params.map(p => [
-          h('code', null, s(p['name'])),
-          s(p['type']),
+          h('code', null, asText(p['name'])),
+          asText(p['type']),
           p['required'] ? 'yes' : 'no',
           p['default'] === null || p['default'] === undefined ? '' : JSON.stringify(p['default']),
-          s(p['description'])
+          asText(p['description'])
         ])
       )
     );
@@ -291,21 +274,21 @@ export function renderTable(data: unknown): HTMLElement {
   const node = h(
     'div.kode-nb-table-record',
     null,
-    t['title'] ? h('div.kode-nb-record-header', null, h('b', null, s(t['title']))) : null
+    t['title'] ? h('div.kode-nb-record-header', null, h('b', null, asText(t['title']))) : null
   );
   if (!rows.length) {
-    node.appendChild(h('div.kode-nb-muted', null, s(t['empty'], 'nothing to show')));
+    node.appendChild(h('div.kode-nb-muted', null, asText(t['empty'], 'nothing to show')));
   } else {
     node.appendChild(
       table(
-        columns.map(c => s(c['label'], s(c['key']))),
-        rows.map(r => columns.map(c => s(r[s(c['key'])]))),
+        columns.map(c => asText(c['label'], asText(c['key']))),
+        rows.map(r => columns.map(c => asText(r[asText(c['key'])]))),
         columns.map(c => (c['align'] === 'right' ? 'right' : 'left'))
       )
     );
   }
   if (t['note']) {
-    node.appendChild(h('div.kode-nb-muted', null, s(t['note'])));
+    node.appendChild(h('div.kode-nb-muted', null, asText(t['note'])));
   }
   return node;
 }

@@ -1,7 +1,8 @@
 /** The trace viewer's row elements and the words in them. */
 
 import { h } from './dom';
-import { formatCost, spanCost } from './core/cost';
+import { spanCost } from './core/cost';
+import { formatCost } from './core/format';
 import { FlatSpan } from './core/trace';
 
 export interface RowEls {

@@ -10,7 +10,7 @@ import { append, download, h } from './dom';
 import { kindLabel, makeRow, RowEls, rowMeta, select } from './rows';
 import { renderDetails } from './details';
 import { applyFilter, facets, Filter, FilterResult, isActive, visibleRows } from './core/filter';
-import { formatDuration, formatTokens } from './core/format';
+import { compactTokens, formatDuration } from './core/format';
 import { toOtlp } from './core/otel';
 import { flatten, FlatTrace, TraceData } from './core/trace';
 import { barGeometry, rowWindow, scrollToShow } from './core/window';
@@ -61,8 +61,8 @@ export class TraceViewer {
       'div.kode-nb-trace-summary',
       null,
       h('b', null, `Trace ${String(run['agent'] ?? root.span.name)}`),
-      ` · ${this.flat.spans.length.toLocaleString()} spans · ${formatDuration(this.flat.end - this.flat.start)}`,
-      formatTokens(root.subtreeTokens) ? ` · tokens ${formatTokens(root.subtreeTokens)}` : '',
+      ` · ${this.flat.spans.length.toLocaleString()} spans · ${formatDuration(this.flat.end - this.flat.start, '0 s')}`,
+      compactTokens(root.subtreeTokens) ? ` · tokens ${compactTokens(root.subtreeTokens)}` : '',
       h('span.kode-nb-legend', null, h('span.kode-nb-legend-swatch'), 'critical path')
     );
     const toolbar = h(
@@ -195,7 +195,7 @@ export class TraceViewer {
     const total = this.flat.end - this.flat.start;
     const axis = h('span.kode-nb-col-timeline.kode-nb-axis');
     for (const f of [0, 1 / 3, 2 / 3]) {
-      const tick = h('span.kode-nb-tick', null, formatDuration(total * f));
+      const tick = h('span.kode-nb-tick', null, formatDuration(total * f, '0 s'));
       tick.style.left = `${f * 100}%`;
       axis.appendChild(tick);
     }
@@ -331,15 +331,15 @@ export class TraceViewer {
     els.name.textContent = span.name;
     els.name.title = span.name;
     els.meta.textContent = rowMeta(s);
-    els.duration.textContent = formatDuration(span.duration ?? s.end - s.start);
-    const own = formatTokens(s.tokens);
-    const sub = formatTokens(s.subtreeTokens);
+    els.duration.textContent = formatDuration(span.duration ?? s.end - s.start, '–');
+    const own = compactTokens(s.tokens);
+    const sub = compactTokens(s.subtreeTokens);
     els.tokens.textContent = span.kind === 'model_call' ? own : sub ? `Σ ${sub}` : '';
     els.tokens.title = `own ${own || '–'}, subtree ${sub || '–'}`;
     const bar = barGeometry(s.start, s.end, this.flat.start, this.flat.end);
     els.bar.style.left = `${bar.left * 100}%`;
     els.bar.style.width = `${bar.width * 100}%`;
-    els.bar.title = `${span.name}: +${formatDuration(s.start - this.flat.start)}, ${formatDuration(s.end - s.start)}`;
+    els.bar.title = `${span.name}: +${formatDuration(s.start - this.flat.start, '0 s')}, ${formatDuration(s.end - s.start, '–')}`;
   }
 
   private position(index: number): number {

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { formatCost, spanCost, subtreeCost } from '../src/core/cost';
+import { spanCost, subtreeCost } from '../src/core/cost';
+import { formatCost } from '../src/core/format';
 import { SpanData } from '../src/core/trace';
 
 function span(kind: string, attributes: Record<string, unknown>, children: SpanData[] = []) {
@@ -21,15 +22,6 @@ function span(kind: string, attributes: Record<string, unknown>, children: SpanD
 }
 
 const call = (cost: unknown) => span('model_call', cost === undefined ? {} : { cost });
-
-test('formatCost: unknown is never $0, nothing recorded is empty', () => {
-  assert.equal(formatCost(null), 'cost unknown');
-  assert.equal(formatCost(undefined), '');
-  assert.equal(formatCost(0), '$0.00');
-  assert.equal(formatCost(1.234), '$1.23');
-  assert.equal(formatCost(0.0000208), '$0.000021');
-  assert.equal(formatCost(0.0021), '$0.0021');
-});
 
 test('subtreeCost rolls a subagent up into the tool call that ran it', () => {
   const inner = span('run', {}, [span('turn', {}, [call(0.002)])]);

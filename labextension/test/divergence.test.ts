@@ -31,7 +31,7 @@ test('a row per turn, the first difference marked on its row and part', () => {
   );
   assert.equal(forkTurn1[0].text, '→ user: 2 3 9');
   assert.equal(forkTurn1[1].text, 'model adder (replayed)');
-  assert.equal(forkTurn1[4].text, '100 in / 10 out · replayed: no new cost');
+  assert.equal(forkTurn1[4].text, '100 in / 10 out tokens · replayed: no new cost');
   assert.equal(turnLines(view.rows[2].a!).at(-2)!.text, '← answer: It is 9.');
 });
 
@@ -40,8 +40,8 @@ test('totals: unknown cost stays unknown, a fork shows what it spent new', () =>
   const a = branchTotals(view.a);
   const b = branchTotals(view.b);
   assert.equal(a.cost, 'cost unknown');
-  assert.equal(a.tokens, '900 in / 30 out (3 model calls)');
-  assert.equal(a.fresh, '900 in / 30 out, cost unknown for 3 requests (none replayed)');
+  assert.equal(a.tokens, '900 in / 30 out tokens (3 model calls)');
+  assert.equal(a.fresh, '900 in / 30 out tokens, cost unknown for 3 requests (none replayed)');
   assert.match(b.fresh, /for 2 requests \(1 replayed, not paid again\)$/);
   assert.equal(b.outcome, 'completed: It is 14.');
   assert.match(a.head, /^parent · main · completed · trace [0-9a-f]{8}$/);
@@ -57,9 +57,9 @@ test('known costs and partly unknown tokens', () => {
     cost: 0.5,
     new_cost: 0
   });
-  assert.equal(t.tokens, '1,234 in / ? out (4 model calls)');
+  assert.equal(t.tokens, '1,234 in / ? out tokens (4 model calls)');
   assert.equal(t.cost, '$0.50');
-  assert.equal(t.fresh, '10 in / 2 out, $0.00 for 1 request (3 replayed, not paid again)');
+  assert.equal(t.fresh, '10 in / 2 out tokens, $0.00 for 1 request (3 replayed, not paid again)');
   assert.equal(tokensText({ input_tokens: null, output_tokens: null }), 'tokens unknown');
   assert.equal(branchTotals({}).fresh, 'new requests unknown');
 });

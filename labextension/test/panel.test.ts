@@ -5,7 +5,6 @@ import {
   bounded,
   callLine,
   filterTools,
-  formatP95,
   outputsText,
   parseState,
   tracesInOutputs
@@ -66,10 +65,7 @@ test('callLine puts the required arguments as placeholders', () => {
   assert.equal(callLine({ name: 'now', required: [] }), '%tool now');
 });
 
-test('formatP95, bounded and outputsText', () => {
-  assert.equal(formatP95(0), '–');
-  assert.equal(formatP95(0.0123), '12 ms');
-  assert.equal(formatP95(1.5), '1.50 s');
+test('bounded and outputsText', () => {
   assert.deepEqual(bounded('abcdef', 3), { text: 'abc…', truncated: true });
   assert.deepEqual(bounded('abc', 3), { text: 'abc', truncated: false });
   const text = outputsText([

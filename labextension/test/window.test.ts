@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { barGeometry, rowWindow, scrollToShow } from '../src/core/window';
-import { formatDuration, formatTokens } from '../src/core/format';
 
 test('the row window covers the viewport plus overscan, clamped', () => {
   assert.deepEqual(rowWindow(0, 240, 24, 100_000, 5), { first: 0, last: 15 });
@@ -24,15 +23,4 @@ test('bars are fractions of the trace time range', () => {
   assert.deepEqual(barGeometry(5, 5, 0, 10), { left: 0.5, width: 0.002 });
   assert.deepEqual(barGeometry(0, 0, 0, 0), { left: 0, width: 1 });
   assert.deepEqual(barGeometry(9, 12, 0, 10), { left: 0.9, width: 0.09999999999999998 });
-});
-
-test('durations and tokens read well; unknown is not zero', () => {
-  assert.equal(formatDuration(0.0000123), '12 µs');
-  assert.equal(formatDuration(0.0042), '4.20 ms');
-  assert.equal(formatDuration(0.25), '250 ms');
-  assert.equal(formatDuration(12.345), '12.35 s');
-  assert.equal(formatDuration(125), '2 min 5 s');
-  assert.equal(formatDuration(null), '–');
-  assert.equal(formatTokens({ input: 12_345, output: null }), '12.3k→?');
-  assert.equal(formatTokens({ input: null, output: null }), '');
 });

@@ -4,28 +4,14 @@
  * never shown as $0. No DOM here.
  */
 
+import { num } from './json';
 import { SpanData } from './trace';
 
 /** `undefined`: the trace records no costs here (an older trace); `null`: unknown. */
 export type Cost = number | null | undefined;
 
 function isNum(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value);
-}
-
-/** "$0.0021", "$1.25", "cost unknown" (null), '' (undefined: nothing recorded). */
-export function formatCost(cost: Cost): string {
-  if (cost === undefined) {
-    return '';
-  }
-  if (cost === null || !isNum(cost)) {
-    return 'cost unknown';
-  }
-  if (cost === 0 || cost >= 0.01) {
-    return `$${cost.toFixed(2)}`;
-  }
-  const text = cost.toFixed(6).replace(/0+$/, '');
-  return text.split('.')[1].length >= 2 ? `$${text}` : `$${cost.toFixed(2)}`;
+  return num(value) !== null;
 }
 
 /** A model call's own cost as recorded. */

@@ -5,44 +5,24 @@
  * and costs stay "unknown", never 0. No DOM here (src/divergence.ts draws it).
  */
 
-import { formatCost } from './cost';
+import { formatCost, formatTokens, shorten } from './format';
+import { asText, isObject, JsonObject, num } from './json';
 import { checkSchema } from './trace';
 
-type Json = Record<string, unknown>;
+type Json = JsonObject;
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+/** Characters of one message, answer or result shown in a cell. */
+const SHOWN = 600;
 
-function s(value: unknown, fallback = ''): string {
-  return value === null || value === undefined ? fallback : String(value);
-}
-
-function count(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
-/** One whitespace-collapsed line, cut to `limit` characters with "…". */
-export function shorten(text: unknown, limit = 600): string {
-  const one = s(text).split(/\s+/).filter(Boolean).join(' ');
-  return one.length <= limit ? one : `${one.slice(0, limit - 1)}…`;
-}
-
-/** "1,234 in / ? out", "tokens unknown" when neither count is known. */
+/** "1,234 in / ? out tokens", "tokens unknown" when neither count is known. */
 export function tokensText(usage: unknown): string {
   const u = isObject(usage) ? usage : {};
-  const tin = count(u['input_tokens']);
-  const tout = count(u['output_tokens']);
-  if (tin === null && tout === null) {
-    return 'tokens unknown';
-  }
-  const f = (n: number | null) => (n === null ? '?' : n.toLocaleString('en-US'));
-  return `${f(tin)} in / ${f(tout)} out`;
+  return formatTokens(u['input_tokens'], u['output_tokens']);
 }
 
 /** A cost as dollars, "cost unknown" for null or a missing value. */
-export function costText(cost: unknown): string {
-  return formatCost(count(cost));
+function costText(cost: unknown): string {
+  return formatCost(cost ?? null);
 }
 
 /** One line of a turn; `part` is what a divergence can mark (`what` of the record). */
@@ -57,34 +37,34 @@ export function turnLines(step: Json): TurnLine[] {
   const lines: TurnLine[] = [];
   for (const m of Array.isArray(step['sent']) ? step['sent'].filter(isObject) : []) {
     if (m['role'] === 'user') {
-      lines.push({ part: 'message', text: `→ user: ${shorten(m['text'])}` });
+      lines.push({ part: 'message', text: `→ user: ${shorten(m['text'], SHOWN)}` });
     } else {
       const flag = m['is_error'] ? ' (error)' : '';
       lines.push({
         part: 'sent',
-        text: `→ ${s(m['name'], '?')} result${flag}: ${shorten(m['text'])}`,
+        text: `→ ${asText(m['name'], '?')} result${flag}: ${shorten(m['text'], SHOWN)}`,
         error: Boolean(m['is_error'])
       });
     }
   }
   const replayed = step['replayed'] ? ' (replayed)' : '';
-  lines.push({ part: 'model', text: `model ${s(step['model']) || '?'}${replayed}` });
+  lines.push({ part: 'model', text: `model ${asText(step['model']) || '?'}${replayed}` });
   const calls = Array.isArray(step['calls']) ? step['calls'].filter(isObject) : [];
   for (const c of calls) {
     lines.push({
       part: 'tool calls',
-      text: `← calls ${s(c['name'], '?')} ${shorten(c['arguments'], 200)}`
+      text: `← calls ${asText(c['name'], '?')} ${shorten(c['arguments'], 200)}`
     });
   }
   if (step['text'] || !calls.length) {
-    lines.push({ part: 'answer', text: `← answer: ${shorten(step['text']) || '(empty)'}` });
+    lines.push({ part: 'answer', text: `← answer: ${shorten(step['text'], SHOWN) || '(empty)'}` });
   }
   for (const r of Array.isArray(step['results']) ? step['results'].filter(isObject) : []) {
     const flag = r['is_error'] ? ' (error)' : '';
     const edited = r['edited'] ? ' (edited)' : '';
     lines.push({
       part: 'tool result',
-      text: `⇢ ${s(r['tool'], '?')} returned${flag}${edited}: ${shorten(r['text'])}`,
+      text: `⇢ ${asText(r['tool'], '?')} returned${flag}${edited}: ${shorten(r['text'], SHOWN)}`,
       error: Boolean(r['is_error'])
     });
   }
@@ -106,8 +86,8 @@ export interface BranchTotals {
 export function branchTotals(branch: Json): BranchTotals {
   const output = branch['output'];
   const shown = shorten(typeof output === 'string' ? output : JSON.stringify(output ?? null), 300);
-  const requests = count(branch['requests']);
-  const fresh = count(branch['new_requests']) ?? requests;
+  const requests = num(branch['requests']);
+  const fresh = num(branch['new_requests']) ?? requests;
   const calls = requests === null ? 'model calls unknown' : `${requests} model calls`;
   let freshText = 'new requests unknown';
   if (requests !== null && fresh !== null) {
@@ -120,12 +100,12 @@ export function branchTotals(branch: Json): BranchTotals {
   }
   return {
     head: [
-      s(branch['label'], '?'),
-      s(branch['agent'], '?'),
-      s(branch['status'], '?'),
-      `trace ${s(branch['trace_id']).slice(0, 8)}`
+      asText(branch['label'], '?'),
+      asText(branch['agent'], '?'),
+      asText(branch['status'], '?'),
+      `trace ${asText(branch['trace_id']).slice(0, 8)}`
     ].join(' · '),
-    outcome: `${s(branch['status'], '?')}: ${shown}`,
+    outcome: `${asText(branch['status'], '?')}: ${shown}`,
     tokens: `${tokensText(branch['usage'])} (${calls})`,
     cost: costText(branch['cost']),
     fresh: freshText
@@ -162,9 +142,9 @@ export function readDivergence(data: unknown, maxTurns = 60): DivergenceView {
   const a = isObject(d['a']) ? d['a'] : {};
   const b = isObject(d['b']) ? d['b'] : {};
   const what = typeof d['what'] === 'string' ? d['what'] : null;
-  const turn = count(d['turn']);
-  const la = s(a['label'], 'A');
-  const lb = s(b['label'], 'B');
+  const turn = num(d['turn']);
+  const la = asText(a['label'], 'A');
+  const lb = asText(b['label'], 'B');
   const headline =
     what === null
       ? `${la} and ${lb} do not differ`
@@ -178,7 +158,7 @@ export function readDivergence(data: unknown, maxTurns = 60): DivergenceView {
   }
   return {
     headline,
-    detail: s(d['detail']),
+    detail: asText(d['detail']),
     what,
     systemPrompts: d['system_prompt_differs']
       ? [shorten(a['system_prompt'], 300), shorten(b['system_prompt'], 300)]

@@ -5,6 +5,7 @@
  * OTLP/JSON (resourceSpans → scopeSpans → spans).
  */
 
+import { isObject } from './json';
 import { SpanData, TraceData } from './trace';
 
 export interface OtelSpan {
@@ -60,10 +61,6 @@ export function pyJson(value: unknown): string {
 
 function jsonAttr(value: unknown): string {
   return typeof value === 'string' ? value : pyJson(value);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function usage(attrs: Record<string, unknown>): Record<string, number> {

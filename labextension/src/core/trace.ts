@@ -3,6 +3,8 @@
  * order with parent links, subtree sizes, times, tokens and the critical path. No DOM here.
  */
 
+import { asText, isObject, num } from './json';
+
 export const TRACE_SCHEMA = 'kode_nb.trace/v2';
 /** The trace schema major versions this viewer reads (v2 adds replay fields to run spans). */
 export const TRACE_MAJORS: readonly number[] = [1, 2];
@@ -70,18 +72,6 @@ export interface FlatTrace {
 /** Why a record could not be shown, in words for the reader. */
 export class RecordError extends Error {}
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function num(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
-function str(value: unknown, fallback: string): string {
-  return typeof value === 'string' ? value : value == null ? fallback : String(value);
-}
-
 /**
  * Check a record's `schema` ("kode_nb.<kind>/v<major>"): a different kind or an unknown major
  * version raises a RecordError with a readable message.
@@ -120,13 +110,13 @@ function normalizeSpan(raw: unknown, where: () => string): SpanData {
   }
   const events = raw['events'];
   const span: SpanData = {
-    kind: str(raw['kind'], 'span'),
-    name: str(raw['name'], '(unnamed)'),
-    span_id: str(raw['span_id'], ''),
+    kind: asText(raw['kind'], 'span'),
+    name: asText(raw['name'], '(unnamed)'),
+    span_id: asText(raw['span_id'], ''),
     started_at: num(raw['started_at']),
     ended_at: num(raw['ended_at']),
     duration: num(raw['duration']),
-    status: str(raw['status'], 'unknown'),
+    status: asText(raw['status'], 'unknown'),
     error: typeof raw['error'] === 'string' ? raw['error'] : null,
     attributes: isObject(raw['attributes']) ? raw['attributes'] : {},
     events:
@@ -145,7 +135,7 @@ function normalizeSpan(raw: unknown, where: () => string): SpanData {
 
 function normalizeEvents(events: unknown): TraceEvent[] {
   return (Array.isArray(events) ? events : []).filter(isObject).map(e => ({
-    name: str(e['name'], 'event'),
+    name: asText(e['name'], 'event'),
     time: num(e['time']),
     attributes: isObject(e['attributes']) ? e['attributes'] : {}
   }));
@@ -160,7 +150,7 @@ export function parseTrace(data: unknown): TraceData {
   return {
     ...obj,
     schema: String(obj['schema']),
-    trace_id: str(obj['trace_id'], ''),
+    trace_id: asText(obj['trace_id'], ''),
     root: obj['root'] as SpanData
   };
 }

@@ -7,13 +7,11 @@
 import { MarkdownCell } from '@jupyterlab/cells';
 import { Notebook, NotebookActions } from '@jupyterlab/notebook';
 
-type Obj = Record<string, unknown>;
+import { isObject, JsonObject } from '../core/json';
+
+type Obj = JsonObject;
 
 const COLLAPSED = 'jp-MarkdownHeadingCollapsed';
-
-function isObject(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Insert `cells` at index `at` (clamped); returns `{index, ids, id}` (then collapseHeadings). */
 export function insertCells(notebook: Notebook, cells: Obj[], at: number): Obj {

@@ -3,6 +3,10 @@
  * the panel shows what it understands and ignores unknown keys. No DOM here (unit-tested in node).
  */
 
+import { isObject, JsonObject, num, str, strings } from '../core/json';
+
+type Obj = JsonObject;
+
 export const TARGET = 'kode_nb.notebook';
 
 const TRACE_MIME = 'application/vnd.kode-nb.trace+json';
@@ -31,22 +35,8 @@ export interface PanelState {
   policy: { profile: string | null; approval_mode: string; allow: string[] | null; deny: string[] };
 }
 
-type Obj = Record<string, unknown>;
-
-function isObject(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function str(v: unknown, fallback = ''): string {
-  return typeof v === 'string' ? v : fallback;
-}
-
-function num(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
-}
-
-function strings(v: unknown): string[] {
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+function count(v: unknown): number {
+  return num(v) ?? 0;
 }
 
 /** The state of a `tools` or `tools_changed` message. */
@@ -59,9 +49,9 @@ export function parseState(data: unknown): PanelState {
     groups: strings(t['groups']),
     description: str(t['description']),
     required: strings(t['required']),
-    calls: num(t['calls']),
-    failures: num(t['failures']),
-    p95: num(t['p95'])
+    calls: count(t['calls']),
+    failures: count(t['failures']),
+    p95: count(t['p95'])
   }));
   const mcp = (Array.isArray(d['mcp']) ? d['mcp'] : [])
     .filter(isObject)
@@ -94,14 +84,6 @@ export function filterTools(tools: ToolRow[], query: string): ToolRow[] {
 /** The `%tool` line of a call cell: required arguments as `name=...` placeholders. */
 export function callLine(tool: Pick<ToolRow, 'name' | 'required'>): string {
   return ['%tool', tool.name, ...tool.required.map(a => `${a}=...`)].join(' ');
-}
-
-/** `0.0123` s -> `12 ms`; `1.5` -> `1.50 s`. */
-export function formatP95(seconds: number): string {
-  if (!seconds) {
-    return '–';
-  }
-  return seconds < 1 ? `${Math.round(seconds * 1000)} ms` : `${seconds.toFixed(2)} s`;
 }
 
 /** Cut `text` to `max` characters (with a marker), and say whether it was cut. */

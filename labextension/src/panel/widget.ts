@@ -10,7 +10,8 @@ import { Widget } from '@lumino/widgets';
 import { append, errorBox, h } from '../dom';
 import { renderCard } from '../records';
 import { NotebookConnection } from './connection';
-import { callLine, filterTools, formatP95, ToolRow } from './protocol';
+import { formatDuration } from '../core/format';
+import { callLine, filterTools, ToolRow } from './protocol';
 
 export class ToolsPanel extends Widget {
   constructor(private tracker: INotebookTracker) {
@@ -123,7 +124,7 @@ export class ToolsPanel extends Widget {
       tool.groups.length ? h('span.kode-nb-muted', null, tool.groups.join(', ')) : null,
       h('span.kode-nb-panel-calls', null, `calls=${tool.calls}`),
       tool.failures ? h('span.kode-nb-panel-failures', null, `failures=${tool.failures}`) : null,
-      h('span.kode-nb-muted', null, `p95 ${formatP95(tool.p95)}`)
+      h('span.kode-nb-muted', null, `p95 ${formatDuration(tool.p95, '–')}`)
     );
     row.addEventListener('click', () => this.openCard(tool));
     return row;
