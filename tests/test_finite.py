@@ -146,3 +146,35 @@ def test_raw_json_schema_and_input_config_tools_refuse_them() -> None:
         config.validate('{"x": Infinity}', tool="cfg")
     assert "finite number" in info.value.issues[0].message
     assert math.isclose(config.validate('{"x": 2}', tool="cfg")["x"], 2)
+
+
+class Box(BaseModel):
+    corner: tuple[float, float]
+    sizes: tuple[float, ...] = ()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "path"),
+    [
+        ('{"box": {"corner": [0.5, NaN]}}', "box.corner.1"),
+        ({"box": {"corner": (INF, 1.0)}}, "box.corner.0"),
+        ({"box": {"corner": [1, 2], "sizes": (1.0, 2.0, NAN)}}, "box.sizes.2"),
+        ({"box": Box(corner=(1.0, NAN))}, "box.corner.1"),
+    ],
+)
+async def test_nan_inside_a_tuple_field_of_your_own_model_is_refused(
+    arguments: Any, path: str
+) -> None:
+    """pydantic lets a model of your own hold NaN in a tuple (its default allows non-finite
+    floats): kode_nb's own walk must look inside tuples as it does inside lists."""
+    registry = ToolRegistry(name="tuples")
+
+    def place(box: Box, label: str = "") -> str:
+        """Place a box (a model of your own inside the arguments)."""
+        return repr(box)
+
+    define_tool(place, registry=registry)
+    result = await Executor(registry).call("place", arguments)
+    assert result.status == "invalid_arguments", result.text
+    assert f"`{path}`" in result.text
+    assert "finite number" in result.text

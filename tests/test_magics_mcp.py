@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mcp.client  # noqa: F401  (a dependency of kode_nb: missing, these tests fail, never skip)
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -17,8 +18,6 @@ from IPython.testing.globalipapp import start_ipython
 from kode_nb import AutoApprove, Executor, ToolRegistry
 from kode_nb.magics import get_session
 from kode_nb.magics.mcp_magics import CONFIG_FILES, find_config, read_config
-
-pytest.importorskip("mcp.client", reason="the MCP SDK is not installed")
 
 DEMO = Path(__file__).resolve().parent.parent / "notebooks" / "mcp_demo_server.py"
 COMMAND = f"{sys.executable} {DEMO}"

@@ -336,6 +336,25 @@ def test_stats_per_tool() -> None:
     assert stats.failure_rate == pytest.approx(0.2)
 
 
+def test_denials_are_counted_apart_and_kept_out_of_mean_and_p95() -> None:
+    """A refused call never ran: it counts as a call and a denial, not a failure, and its
+    duration (the wait for a decision) stays out of the mean and the p95."""
+    reg = ToolRegistry([make("echo")])
+    for _ in range(3):
+        reg.record_call("echo", 0.010)
+    for _ in range(5):
+        reg.record_call("echo", 30.0, denied=True)  # the user took 30 s to say no
+    reg.record_call("echo", 0.020, failed=True)
+    stats = reg.stats("echo")
+    assert (stats.calls, stats.failures, stats.denials) == (9, 1, 5)
+    assert stats.mean == pytest.approx(0.0125)  # (3 * 10 ms + 20 ms) / the 4 calls that ran
+    assert stats.p95 == pytest.approx(0.020)
+    assert reg.stats().failures == 1
+    only_denied = ToolRegistry([make("echo")])
+    only_denied.record_call("echo", 5.0, denied=True)
+    assert only_denied.stats("echo") == ToolStats(name="echo", calls=1, denials=1)
+
+
 def test_p95_uses_a_bounded_window_but_mean_counts_all() -> None:
     reg = ToolRegistry([make("echo")])
     for _ in range(100):

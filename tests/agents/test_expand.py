@@ -8,6 +8,7 @@ import ast
 import json
 from pathlib import Path
 
+import nbformat
 import pytest
 from pydantic import BaseModel
 
@@ -103,7 +104,6 @@ async def test_missing_tools_subagents_and_newer_formats_get_notes(add: ToolRegi
 async def test_written_notebook_is_valid_and_never_overwrites(
     add: ToolRegistry, tmp_path: Path
 ) -> None:
-    nbformat = pytest.importorskip("nbformat")
     result = await nested_run()
     target = tmp_path / "run.ipynb"
     expansion = kode_nb.expand_trace(result, path=target)

@@ -26,7 +26,13 @@ from kode_nb import (
     deny,
     use_registry,
 )
-from kode_nb.agents import Agent, AgentDefinition, register_subagent, subagent_tool
+from kode_nb.agents import (
+    Agent,
+    AgentDefinition,
+    compress_context,
+    register_subagent,
+    subagent_tool,
+)
 from kode_nb.models import Message, ModelRequest, ScriptedModel, ToolResultMessage, UserMessage
 from kode_nb.models.scripted import call
 from kode_nb.policy._approval import ApprovalRequest
@@ -649,3 +655,28 @@ async def test_a_subagent_with_no_calling_executor_fails_closed(registry: ToolRe
     assert result.details["unavailable"] is True
     assert "no calling executor's policy is known" in result.text
     assert child.requests == []
+
+
+_PREFIX = "The user's request to the calling agent: "
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    requests=st.lists(st.text(), max_size=4),
+    limit=st.integers(min_value=1, max_value=120),
+)
+def test_the_default_context_never_exceeds_its_limit(requests: list[str], limit: int) -> None:
+    """compress_context clips the parent's latest request to at most ``limit`` characters, on
+    one line, whatever the text (whitespace runs, newlines, exactly ``limit`` long...)."""
+    messages = [UserMessage(content=text) for text in requests]
+    context = compress_context(messages, {}, limit=limit)
+    latest = next((t for t in reversed(requests) if t.strip()), None)
+    if latest is None:
+        assert context == ""
+        return
+    assert context.startswith(_PREFIX)
+    clipped = context[len(_PREFIX) :]
+    assert 0 < len(clipped) <= limit
+    assert "\n" not in clipped
+    one_line = " ".join(latest.split())
+    assert clipped == one_line if len(one_line) <= limit else clipped.endswith("…")

@@ -74,7 +74,10 @@ def _check_reopened(page: Any, shot: str) -> str:
     return text
 
 
-def test_executed_saved_and_reopened_notebooks_show_final_states(lab: tuple[str, Path]) -> None:
+@pytest.fixture(scope="module")
+def saved(lab: tuple[str, Path]) -> Path:
+    """``saved.ipynb``, executed in JupyterLab (the write approved by a click) and saved; every
+    test that reads it gets it from here, whichever test runs first or alone."""
     base, folder = lab
     upload(base, "saved.ipynb", CELLS)
     with browser_page("saved_lab_failure.png") as (page, _errors):
@@ -95,8 +98,14 @@ def test_executed_saved_and_reopened_notebooks_show_final_states(lab: tuple[str,
         page.wait_for_timeout(1_000)
         page.screenshot(path=str(ARTIFACTS / "saved_lab_live.png"), full_page=True)
         shutdown_kernel(page)
+    return folder / "saved.ipynb"
 
-    outputs = _saved_outputs(folder, "saved.ipynb")
+
+def test_executed_saved_and_reopened_notebooks_show_final_states(
+    lab: tuple[str, Path], saved: Path
+) -> None:
+    base, folder = lab
+    outputs = _saved_outputs(folder, saved.name)
     assert not [o for o in outputs if WIDGET_MIME in o.get("data", {})]
     kinds = {k for o in outputs for k in o.get("data", {}) if k.startswith("application/vnd.kode")}
     assert kinds == {
@@ -144,14 +153,9 @@ def test_executed_saved_and_reopened_notebooks_show_final_states(lab: tuple[str,
         assert structure["table"] >= 1, structure
 
 
-def test_a_saved_notebook_reopens_in_notebook_7(
-    lab: tuple[str, Path], notebook7: tuple[str, Path]
-) -> None:
-    lab_folder = lab[1]
-    if not (lab_folder / "saved.ipynb").exists():
-        pytest.skip("needs the notebook saved by the JupyterLab test of this module")
+def test_a_saved_notebook_reopens_in_notebook_7(saved: Path, notebook7: tuple[str, Path]) -> None:
     base, folder = notebook7
-    (folder / "saved7.ipynb").write_text((lab_folder / "saved.ipynb").read_text())
+    (folder / "saved7.ipynb").write_text(saved.read_text())
     with browser_page("saved_notebook7_failure.png") as (page, _errors):
         page.goto(f"{base}/notebooks/saved7.ipynb?token={TOKEN}")
         _wait_rendered(page, "Final answer: 42.")

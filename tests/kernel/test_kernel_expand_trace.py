@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import nbclient
+import nbformat
 import pytest
 from pydantic import BaseModel
 
@@ -28,8 +30,6 @@ class Question(BaseModel):
 async def test_the_expanded_notebook_replays_the_run_in_a_real_kernel(
     registry: ToolRegistry, tmp_path: Path
 ) -> None:
-    nbclient = pytest.importorskip("nbclient")
-    nbformat = pytest.importorskip("nbformat")
 
     def add(a: int, b: int) -> int:
         """Add two integers."""
@@ -81,7 +81,6 @@ result = await Agent(model=ScriptedModel([call("mul", a=6, b=7), "42"]), tools=[
 
 
 def test_the_magic_writes_next_to_the_notebook_and_links_it(kernel: Kernel, tmp_path: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
     folder = tmp_path / "work"
     folder.mkdir()
     kernel.ok(f"__session__ = {str(folder / 'lesson.ipynb')!r}")

@@ -9,6 +9,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+import nbclient
+import nbformat
 import pytest
 
 from .harness import Kernel
@@ -143,8 +145,6 @@ def test_no_secret_reaches_iopub_and_the_kernel_survives_bad_input(
 
 
 def test_no_secret_reaches_a_saved_notebook(tmp_path: Path, fake_secrets: dict[str, str]) -> None:
-    nbclient = pytest.importorskip("nbclient")
-    nbformat = pytest.importorskip("nbformat")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("%load_ext kode_nb")]
     nb.cells += [nbformat.v4.new_code_cell(code) for code in CELLS]

@@ -9,13 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
+import distributed
 import pytest
 from many_helpers import crash_agent, square_agent
 
 from kode_nb.many import Inbox, run_many
-
-distributed = pytest.importorskip("distributed", reason="needs the dask extra (dask.distributed)")
-dask = pytest.importorskip("dask")
 
 pytestmark = pytest.mark.anyio
 

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ray
 from many_helpers import crash_agent, square_agent
 
 from kode_nb.many import Inbox, run_many
-
-ray = pytest.importorskip("ray", reason="needs the ray extra")
 
 pytestmark = pytest.mark.anyio
 
