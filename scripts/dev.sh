@@ -223,7 +223,7 @@ cmd_test() {
     step deptry "$VENV/bin/deptry" kode_nb  # everything imported is declared, nothing unused
     step js node --check kode_nb/ui/static/stream.js  # the widget ESM parses
     # The extension's TypeScript: tsc --noEmit (strict), eslint, prettier; then node --test on its
-    # DOM-free logic (labextension/test/).
+    # logic and, in happy-dom, its DOM code (labextension/test/).
     step ts-lint bash -c 'cd labextension && jlpm lint'
     step ts-test bash -c 'cd labextension && jlpm test'
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"

@@ -11,9 +11,9 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { collapseHeadings, insertCells } from './cells';
-import { bounded, outputsText, PanelState, parseState, TARGET } from './protocol';
+import { bounded, outputsText, PanelState, PanelStatus, parseState, TARGET } from './protocol';
 
-export type Status = 'connecting' | 'connected' | 'absent' | 'no-kernel';
+export type Status = PanelStatus;
 
 type Obj = Record<string, unknown>;
 

@@ -29,6 +29,9 @@ export interface McpRow {
   state: string;
 }
 
+/** Where a notebook's connection to its kernel's kode_nb stands (src/panel/connection.ts). */
+export type PanelStatus = 'connecting' | 'connected' | 'absent' | 'no-kernel';
+
 export interface PanelState {
   tools: ToolRow[];
   mcp: McpRow[];

@@ -7,11 +7,10 @@
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Widget } from '@lumino/widgets';
 
-import { append, errorBox, h } from '../dom';
-import { renderCard } from '../records';
+import { h } from '../dom';
 import { NotebookConnection } from './connection';
-import { formatDuration } from '../core/format';
-import { callLine, filterTools, ToolRow } from './protocol';
+import { callLine, ToolRow } from './protocol';
+import { cardBody, cardHeader, emptyState, toolList } from './view';
 
 export class ToolsPanel extends Widget {
   constructor(private tracker: INotebookTracker) {
@@ -67,67 +66,12 @@ export class ToolsPanel extends Widget {
       return; // the card view stays until Back
     }
     if (conn.status !== 'connected' || !conn.state) {
-      this.body.replaceChildren(this.emptyState(conn));
+      this.body.replaceChildren(emptyState(conn.status));
       return;
     }
-    const { tools, mcp, policy } = conn.state;
-    const shown = filterTools(tools, this.search.value);
-    const list = h('div.kode-nb-panel-tools');
-    for (const tool of shown) {
-      list.appendChild(this.row(tool));
-    }
-    const mode = `approval ${policy.approval_mode}`;
-    const profile = policy.profile ? `profile ${policy.profile}` : 'no profile';
-    this.body.replaceChildren();
-    append(
-      this.body,
-      h('div.kode-nb-muted.kode-nb-panel-policy', null, `Policy: ${profile}, ${mode}`),
-      mcp.length
-        ? h(
-            'div.kode-nb-panel-mcp',
-            null,
-            'MCP: ',
-            ...mcp.map(m => h('span.kode-nb-panel-server', null, `${m.name} (${m.state}) `))
-          )
-        : null,
-      h('div.kode-nb-muted', null, `${shown.length} of ${tools.length} tools`),
-      tools.length
-        ? list
-        : h('div.kode-nb-panel-empty', null, 'No tools yet: define one with a %%tool cell.')
+    this.body.replaceChildren(
+      ...toolList(conn.state, this.search.value, tool => this.openCard(tool))
     );
-  }
-
-  private emptyState(conn: NotebookConnection): HTMLElement {
-    switch (conn.status) {
-      case 'connecting':
-        return h('div.kode-nb-panel-empty', null, 'Connecting to the kernel…');
-      case 'no-kernel':
-        return h('div.kode-nb-panel-empty', null, 'This notebook has no kernel.');
-      default:
-        return h(
-          'div.kode-nb-panel-empty',
-          null,
-          'kode_nb is not loaded in this kernel: run ',
-          h('code', null, '%load_ext kode_nb'),
-          ' in this notebook.'
-        );
-    }
-  }
-
-  private row(tool: ToolRow): HTMLElement {
-    const row = h(
-      'div.kode-nb-panel-row',
-      { 'data-tool': tool.name, title: tool.description || tool.name, role: 'button' },
-      h('code.kode-nb-tool-name', null, tool.name),
-      h('span.kode-nb-kind', null, tool.kind),
-      h('span.kode-nb-muted', null, tool.category),
-      tool.groups.length ? h('span.kode-nb-muted', null, tool.groups.join(', ')) : null,
-      h('span.kode-nb-panel-calls', null, `calls=${tool.calls}`),
-      tool.failures ? h('span.kode-nb-panel-failures', null, `failures=${tool.failures}`) : null,
-      h('span.kode-nb-muted', null, `p95 ${formatDuration(tool.p95, '–')}`)
-    );
-    row.addEventListener('click', () => this.openCard(tool));
-    return row;
   }
 
   private openCard(tool: ToolRow): void {
@@ -140,18 +84,13 @@ export class ToolsPanel extends Widget {
   }
 
   private cardHeader(tool: ToolRow): HTMLElement {
-    const back = h('button.kode-nb-button', { type: 'button' }, '← Tools');
-    back.addEventListener('click', () => {
-      this.selected = null;
-      this.render();
-    });
-    const insert = h(
-      'button.kode-nb-button.kode-nb-panel-insert',
-      { type: 'button' },
-      'Insert call cell'
+    return cardHeader(
+      () => {
+        this.selected = null;
+        this.render();
+      },
+      () => this.insertCall(tool)
     );
-    insert.addEventListener('click', () => this.insertCall(tool));
-    return h('div.kode-nb-record-header', null, back, insert);
   }
 
   private showCard(data: Record<string, unknown>): void {
@@ -159,13 +98,7 @@ export class ToolsPanel extends Widget {
     if (!tool || data['name'] !== tool.name) {
       return;
     }
-    let card: HTMLElement;
-    try {
-      card = data['error'] ? errorBox(String(data['error'])) : renderCard(data['card']);
-    } catch (error) {
-      card = errorBox(String(error));
-    }
-    this.body.replaceChildren(this.cardHeader(tool), card);
+    this.body.replaceChildren(this.cardHeader(tool), cardBody(data));
   }
 
   private insertCall(tool: ToolRow): void {
