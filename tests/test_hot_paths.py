@@ -1,7 +1,6 @@
 """The executor's fast paths give exactly what the plain ways give.
 
-* the builders of frozen results and blocks, and the JSON text of results, against the real
-  constructors and ``json.dumps``;
+* the JSON text of results against ``json.dumps``;
 * :class:`~kode_nb.execution._plans.Limit` (the concurrency semaphore) under contention and cancellation;
 * :class:`~kode_nb.execution._running.Deadlines` with in-order and out-of-order deadlines;
 * worker threads handing their outcome to the loop;
@@ -12,10 +11,7 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import inspect
 import json
-import pickle
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -26,9 +22,7 @@ from hypothesis import strategies as st
 
 from kode_nb import (
     Executor,
-    JsonBlock,
     Policy,
-    TextBlock,
     ToolContext,
     ToolKind,
     ToolRegistry,
@@ -37,48 +31,13 @@ from kode_nb import (
 )
 from kode_nb._threads import DaemonThreadPool
 from kode_nb.events._events import CallStarted
-from kode_nb.execution._builders import json_block, make_result, text_block
 from kode_nb.execution._plans import Limit
 from kode_nb.execution._running import Deadlines
 from kode_nb.types import _json_text
 
 pytestmark = pytest.mark.anyio
 
-# --------------------------------------------------------------------------- builders, text
-
-
-def test_builders_give_what_the_constructors_give() -> None:
-    fields = [f.name for f in dataclasses.fields(ToolResult)]
-    assert list(inspect.signature(make_result).parameters) == fields
-    values: dict[str, Any] = {
-        "content": (text_block("a"), json_block({"k": [1]})),
-        "details": object(),
-        "is_error": True,
-        "status": "error",
-        "tool": "t",
-        "call_id": "c1",
-        "error_type": "ValueError",
-        "started_at": 1.5,
-        "ended_at": 2.5,
-        "duration": 1.0,
-    }
-    built = make_result(**values)
-    real = ToolResult(**{**values, "content": (TextBlock(text="a"), JsonBlock(data={"k": [1]}))})
-    assert type(built) is ToolResult
-    assert built == real
-    assert repr(built) == repr(real)
-    assert type(built.content[0]) is TextBlock
-    assert built.content[0] == TextBlock(text="a")
-    assert type(built.content[1]) is JsonBlock
-    assert built.content[1].type == "json"
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.status = "ok"  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.content[0].text = "b"  # type: ignore[misc]
-    plain = make_result((text_block("x"),), None, False, "ok", "t", "c", None, 0.0, 0.0, 0.0)
-    assert hash(plain) == hash(ToolResult(content=(TextBlock(text="x"),), tool="t", call_id="c"))
-    assert pickle.loads(pickle.dumps(plain)) == plain
-    assert dataclasses.replace(plain, tool="u").tool == "u"
+# --------------------------------------------------------------------------- JSON text
 
 
 json_data = st.recursive(

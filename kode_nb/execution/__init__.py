@@ -6,7 +6,7 @@ approval → run (``_pipeline``); ``Workers`` owns the worker threads and the sl
 hold, beside the functions that plan a tool's limits and timeout and stop a call
 (``_control``); the per-call plan and limits (``_plans``), the running-call state and its events
 (``_running``), and turning return values and exceptions into
-:class:`~kode_nb.types.ToolResult` (``_results``, ``_builders``).
+:class:`~kode_nb.types.ToolResult` (``_results``).
 
 May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors`, :mod:`kode_nb.tools`,
 :mod:`kode_nb.policy`, :mod:`kode_nb.events` and ``kode_nb._threads``. Never the agents or

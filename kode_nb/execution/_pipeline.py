@@ -28,7 +28,6 @@ from kode_nb.events._events import (
     EventBus,
     InvalidArguments,
 )
-from kode_nb.execution._builders import make_result, text_block
 from kode_nb.execution._control import PLAIN, Workers, on_loop, thread_note
 from kode_nb.execution._plans import ApproverLike, Limit, Plan, PolicyLike, RegistryLike
 from kode_nb.execution._results import convert_value, exception_outcome
@@ -218,22 +217,15 @@ class CallSteps:
             deadline = st.loop.time() + timeout
             plan.deadlines.add(deadline, st)
         try:
-            # The slots' free-slot tests are inlined here (taking) and in ``finally`` (giving
-            # back) instead of always awaiting Limit.take() and calling workers.release(): that
-            # saves 0.6 to 0.7 µs of a ~6 µs call (paired rounds, benchmarks/results/micro_opts.txt).
             for limit in limits:
-                if limit.free > 0 and not limit.waiters:
-                    limit.free -= 1  # a free slot: no await
-                else:
-                    st.waiting = limit
-                    await limit.take()
-                    if deadline and st.loop.time() >= deadline:  # the slot came too late
-                        taken += 1
-                        st.reason, st.interrupt = "timed out", "timeout"
-                        if st.token is not None:
-                            st.token.cancel("timed out")
-                        return self.interrupted(st)
+                st.waiting = limit
+                await limit.take()
                 taken += 1
+                if deadline and st.loop.time() >= deadline:  # the slot came too late
+                    st.reason, st.interrupt = "timed out", "timeout"
+                    if st.token is not None:
+                        st.token.cancel("timed out")
+                    return self.interrupted(st)
             st.status = "running"
             bus = self._settings.bus
             if bus.active:
@@ -284,9 +276,7 @@ class CallSteps:
                 return self.fail(st, status, message, exc)
             return self.finish(st, content, details)
         finally:
-            if taken == 1 and st.thread_future is None and not limits[0].waiters:
-                limits[0].free += 1  # the usual case, inlined: one free limit, nobody waiting
-            elif taken or st.thread_future is not None:
+            if taken or st.thread_future is not None:
                 workers.release(st, taken)
 
     # ----------------------------------------------------------------- endings
@@ -361,7 +351,7 @@ class CallSteps:
     ) -> ToolResult:  # fmt: skip
         error_type = error if isinstance(error, str) else type(error).__name__
         return self.finish(
-            st, (text_block(message),), status=status, is_error=True, error_type=error_type,
+            st, (TextBlock(text=message),), status=status, is_error=True, error_type=error_type,
             issues=issues, timeout=timeout,
         )  # fmt: skip
 
@@ -381,9 +371,10 @@ class CallSteps:
         else:
             duration = 0.0
             started_at = ended_at = _wall()
-        result = make_result(
-            content, details, is_error, status, st.tool, st.call_id, error_type, started_at,
-            ended_at, duration,
+        result = ToolResult(
+            content=content, details=details, is_error=is_error, status=status, tool=st.tool,
+            call_id=st.call_id, error_type=error_type, started_at=started_at, ended_at=ended_at,
+            duration=duration,
         )  # fmt: skip
         if self._settings.bus.active:
             self._settings.bus.emit(_terminal_event(st, result, issues, timeout))

@@ -2,7 +2,7 @@
 
 * :class:`RegistryLike`, :class:`PolicyLike`, :data:`ApproverLike` — the parts of a registry,
   a policy and an approver the executor uses (the real classes fit; so do test doubles).
-* :class:`Limit` — a concurrency limit (a semaphore whose free slots are taken without await).
+* :class:`Limit` — a concurrency limit (a first-come-first-served semaphore with a name).
 * :class:`Plan` — per Tool object: its timeout, the limits it takes, how to call it.
 * :class:`LoopSlots` — per event loop: the limits, the timeout timer, the plans.
 """
@@ -52,11 +52,12 @@ ApproverLike = Callable[[ApprovalRequest], Any]
 
 
 class Limit:
-    """A counting semaphore of one event loop whose uncontended acquire needs no ``await``.
+    """A counting semaphore of one event loop, named for the messages that mention it.
 
-    A caller takes a slot with ``free -= 1`` when ``free > 0`` and nobody is queued (the
-    executor inlines that test), else awaits :meth:`take`. :meth:`release` hands the slot to
-    the first waiter still waiting (first come, first served) or returns it to ``free``.
+    :meth:`take` waits for a slot; :meth:`release` hands it to the first waiter still waiting
+    (first come, first served) or returns it to ``free``. Not ``asyncio.Semaphore``: on Python
+    3.10 that one can lose a slot handed to a waiter cancelled before it resumes (gh-90155),
+    and the executor's messages need the limit's name and who waits (``queued_note``).
     """
 
     __slots__ = ("free", "name", "waiters")

@@ -20,7 +20,6 @@ from kode_nb.errors import (
     ToolTimeoutError,
     ToolValidationError,
 )
-from kode_nb.execution._builders import json_block, text_block
 from kode_nb.types import ContentBlock, ImageBlock, JsonBlock, ResultStatus, TextBlock
 
 __all__ = ["NO_OUTPUT", "ResultTypeError", "convert_value", "exception_outcome"]
@@ -62,11 +61,11 @@ def convert_value(value: Any) -> tuple[tuple[ContentBlock, ...], Any]:
     """
     kind = type(value)
     if kind is str:
-        return (text_block(value),), None
+        return (TextBlock(text=value),), None
     if value is None:
-        return (text_block(NO_OUTPUT),), None
+        return (TextBlock(text=NO_OUTPUT),), None
     if kind is dict or kind is int or kind is float or kind is bool:
-        return (json_block(value),), None
+        return (JsonBlock(data=value),), None
     if isinstance(value, _BLOCK_TYPES):
         return (value,), None
     if isinstance(value, enum.Enum):

@@ -275,18 +275,16 @@ class ToolRegistry:
     ) -> None:
         """Count one finished call (called by the executor); ``denied``: the call was refused
         (counted apart from failures, its duration left out). Unknown names are ignored."""
-        counter = self._stats.get(name)  # the name is usually the key already
-        if counter is None:  # (unregister drops the counter: one means it is registered)
-            with self._lock:
+        with self._lock:
+            counter = self._stats.get(name)  # the name is usually the key already
+            if counter is None:  # (unregister drops the counter: one means it is registered)
                 key = normalize_name(name)
                 counter = self._stats.get(key)
                 if counter is None:
                     if key not in self._tools:
                         return
                     counter = self._stats[key] = CallCounter()
-        if counter.add(duration, failed, denied):  # lock-free; settled now and then, and when read
-            with self._lock:
-                counter.settle()
+            counter.add(duration, failed, denied)
 
     @overload
     def stats(self, name: str) -> ToolStats: ...

@@ -1,9 +1,9 @@
 """Per-tool call statistics kept by the registry: counts, failures, mean and p95 duration.
 
-Recording a call is the executor's hot path, so it takes no lock: the duration is appended to
-the tool's inbox (``deque.append`` is atomic), and the inbox is folded into the counts under the
-registry's lock when it fills up or when stats are read. The mean covers every call; the p95
-(nearest rank) covers the last :data:`STATS_WINDOW` calls.
+A call is counted under the registry's lock as it finishes (a lock-free inbox settled now and
+then saved nothing on a whole agent run: ``benchmarks/micro_opts.py``, ``stats-inbox``). The mean
+covers every call that ran; the p95 (nearest rank) covers the last :data:`STATS_WINDOW` of them;
+denials are counted apart and their durations left out of both.
 """
 
 from __future__ import annotations
@@ -75,9 +75,9 @@ class RegistryStats(Mapping[str, ToolStats]):
 
 
 class CallCounter:
-    """Counters of one tool: :meth:`add` from any thread; the rest under the registry's lock."""
+    """Counters of one tool (use them under the registry's lock)."""
 
-    __slots__ = ("calls", "denials", "failures", "inbox", "total", "window")
+    __slots__ = ("calls", "denials", "failures", "total", "window")
 
     def __init__(self) -> None:
         self.calls = 0
@@ -85,32 +85,20 @@ class CallCounter:
         self.denials = 0
         self.total = 0.0
         self.window: deque[float] = deque(maxlen=STATS_WINDOW)
-        self.inbox: deque[tuple[float, bool, bool]] = deque()
-        """Calls recorded but not yet counted: ``(duration, failed, denied)``."""
 
-    def add(self, duration: float, failed: bool, denied: bool = False) -> bool:
-        """Record one call (thread-safe, no lock); True when the inbox should be settled."""
-        inbox = self.inbox
-        inbox.append((duration, failed, denied))
-        return len(inbox) >= _INBOX_LIMIT
-
-    def settle(self) -> None:
-        """Fold the inbox into the counts (call with the registry's lock held)."""
-        inbox = self.inbox
-        while inbox:
-            duration, failed, denied = inbox.popleft()
-            self.calls += 1
-            if denied:
-                self.denials += 1
-                continue
-            self.total += duration
-            self.window.append(duration)
-            if failed:
-                self.failures += 1
+    def add(self, duration: float, failed: bool, denied: bool = False) -> None:
+        """Count one finished call; a denial never ran, so its duration is left out."""
+        self.calls += 1
+        if denied:
+            self.denials += 1
+            return
+        self.total += duration
+        self.window.append(duration)
+        if failed:
+            self.failures += 1
 
     def snapshot(self, name: str) -> ToolStats:
-        """The stats so far (call with the registry's lock held)."""
-        self.settle()
+        """The stats so far."""
         ran = self.calls - self.denials
         if not ran:
             return ToolStats(name=name, calls=self.calls, denials=self.denials)
@@ -120,7 +108,3 @@ class CallCounter:
             name=name, calls=self.calls, failures=self.failures, denials=self.denials,
             mean=self.total / ran, p95=p95,
         )  # fmt: skip
-
-
-_INBOX_LIMIT = 256
-"""Recorded calls a counter's inbox holds before the recorder settles it."""
