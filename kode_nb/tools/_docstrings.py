@@ -34,6 +34,11 @@ Sphinx::
 The description is the text before the first section or field, dedented, with its paragraphs
 kept. Sections other than parameters (``Returns``, ``Raises``, ``Examples``...) are skipped.
 Parsing never raises: a docstring it cannot make sense of becomes the description as is.
+
+Why not griffe (the parser pydantic-ai uses): measured with griffe 2.4.1 against
+``tests/test_docstrings.py``, its ``parser="auto"`` passes 26 of the 39 cases (it misses Sphinx
+fields in short docstrings, Google items written without indentation, mixed styles, tabs), its
+import costs 0.2-0.7 s and a 4-parameter Google docstring parses 1.6-1.8x slower.
 """
 
 from __future__ import annotations
