@@ -18,6 +18,7 @@ ALLOWED: dict[str, set[str]] = {
     "_redact": set(),
     "_threads": set(),
     "_finite": {"errors"},
+    "_format": set(),  # durations, tokens, costs, shortening: stdlib only
     "types": {"errors", "_paths"},
     "tools": {"types", "errors", "_finite"},
     "policy": {"tools", "types", "errors", "_paths"},
@@ -32,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
         "events",
         "types",
         "errors",
+        "_format",
         "_redact",
         "_threads",
     },
