@@ -1,9 +1,15 @@
 """Token prices, what a model call costs, and the roll-up of a trace's costs (internal).
 
-:data:`prices` is a small, editable table: model name -> :class:`Price` (US dollars per million
-input and output tokens). It starts with a few well-known models at the prices their providers
-list; add or correct yours with :func:`set_price`. A model is looked up by its full name
-(``"openai:gpt-4.1-mini"``), then by the id after the first ``:`` (``"gpt-4.1-mini"``).
+Prices (US dollars per million input and output tokens, :class:`Price`) come from two places:
+
+* :data:`prices`, your table, filled with :func:`set_price` (a model looked up by its full name,
+  ``"openai:gpt-4.1-mini"``, then by the id after the first ``:``, ``"gpt-4.1-mini"``). It wins.
+* the catalog: `genai-prices <https://pypi.org/project/genai-prices/>`_, the price list the
+  pydantic project maintains, as installed (never fetched at run time; imported the first time
+  a model is not in your table). A model call that went over HTTP is looked up by its wire
+  model id and the URL it went to, so a local server (whose URL no provider has) stays
+  unpriced; :func:`price_for` looks a name up by the provider before its ``:``. Tiered prices
+  give their base tier.
 
 A cost is ``None`` — unknown, never 0 — when the model has no price or the server did not report
 a token count. Totals (:func:`rollup`) are unknown as soon as one model call in them is.
@@ -15,6 +21,7 @@ run at about four characters a token; it is a size hint, not a bill.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -24,8 +31,8 @@ from typing import Any
 from kode_nb.errors import ConfigurationError
 
 __all__ = [
-    "Price", "cost_of", "estimate_tokens", "price_for", "prices", "rollup",
-    "set_price",
+    "Price", "catalog_price", "cost_of", "estimate_tokens", "own_price", "price_for", "prices",
+    "rollup", "set_price",
 ]  # fmt: skip
 
 
@@ -39,19 +46,8 @@ class Price:
     """Per million completion (output) tokens."""
 
 
-prices: dict[str, Price] = {
-    # OpenAI API pricing page (standard tier, per 1M tokens)
-    "gpt-4.1": Price(2.00, 8.00),
-    "gpt-4.1-mini": Price(0.40, 1.60),
-    "gpt-4.1-nano": Price(0.10, 0.40),
-    "gpt-4o": Price(2.50, 10.00),
-    "gpt-4o-mini": Price(0.15, 0.60),
-    # Anthropic pricing page (per 1M tokens)
-    "claude-sonnet-4-20250514": Price(3.00, 15.00),
-    "claude-opus-4-20250514": Price(15.00, 75.00),
-    "claude-3-5-haiku-20241022": Price(0.80, 4.00),
-}
-"""Model name -> :class:`Price`; edit it freely or use :func:`set_price`."""
+prices: dict[str, Price] = {}
+"""Your prices: model name -> :class:`Price` (:func:`set_price`); they win over the catalog."""
 
 
 def _rate(value: object, what: str) -> float:
@@ -72,8 +68,9 @@ def set_price(model: str, *, input: float, output: float) -> Price:
     return price
 
 
-def price_for(model: str | None) -> Price | None:
-    """The price of ``model``: by its full name, else by the id after its first ``:``."""
+def own_price(model: str | None) -> Price | None:
+    """Your price of ``model`` (:data:`prices`): by its full name, else by the id after its
+    first ``:``."""
     if not model:
         return None
     found = prices.get(model)
@@ -82,15 +79,54 @@ def price_for(model: str | None) -> Price | None:
     return found
 
 
+def price_for(model: str | None) -> Price | None:
+    """The price of ``model``: yours (:func:`set_price`), else the catalog's for the provider
+    before its ``:`` (``"openai:gpt-4.1-mini"``); a name without a provider has only yours."""
+    found = own_price(model)
+    if found is None and model and ":" in model:
+        provider, model_id = model.split(":", 1)
+        found = catalog_price(model_id, provider=provider)
+    return found
+
+
+@functools.lru_cache(maxsize=512)
+def catalog_price(
+    model_id: str, *, provider: str | None = None, api_url: str | None = None
+) -> Price | None:
+    """The genai-prices catalog's price of ``model_id`` at ``provider`` (its id, ``"openai"``)
+    or at the provider whose API ``api_url`` is; ``None`` when it has none (base tier of tiered
+    prices). Cached per model."""
+    if not model_id or (provider is None and api_url is None):
+        return None
+    from genai_prices import Usage, calc_price  # ~0.2 s: only once a model is not in yours
+
+    usage = Usage(input_tokens=0, output_tokens=0)
+    try:
+        if provider is not None:
+            found = calc_price(usage, model_id, provider_id=provider)
+        else:
+            found = calc_price(usage, model_id, provider_api_url=api_url)
+    except LookupError:  # no such provider, or no such model at it
+        return None
+    rates = found.model_price
+    tin, tout = _base_rate(rates.input_mtok), _base_rate(rates.output_mtok)
+    return None if tin is None or tout is None else Price(tin, tout)
+
+
+def _base_rate(rate: Any) -> float | None:
+    """A catalog rate (a ``Decimal``, or tiered prices with a ``base``) as a float."""
+    rate = getattr(rate, "base", rate)
+    return None if rate is None else float(rate)
+
+
 def _count(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value
 
 
-def cost_of(model: str | None, usage: Mapping[str, Any] | None) -> float | None:
+def cost_of(price: Price | None, usage: Mapping[str, Any] | None) -> float | None:
     """US dollars of one model call; ``None`` when the price or either token count is unknown."""
-    price = price_for(model)
     usage = usage or {}
     tin, tout = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
     if price is None or tin is None or tout is None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
-from kode_nb.agents._cost import cost_of, estimate_tokens, price_for
+from kode_nb.agents._cost import Price, catalog_price, cost_of, estimate_tokens, own_price
 from kode_nb.agents._run import RunState, message_dict
 from kode_nb.agents._step_loop import pause_model_request
 from kode_nb.agents.events import ModelResponded, TextDelta
@@ -110,7 +110,7 @@ async def model_turn(
                "output_tokens": response.usage.output_tokens},
         stop_reason=response.stop_reason, latency=latency,
     )  # fmt: skip
-    span.set(cost=cost_of(_priced_name(st.model, response), span.attributes["usage"]))
+    span.set(cost=cost_of(_price(st.model, response), span.attributes["usage"]))
     if response.notices:
         span.set(notices=list(response.notices))
         for notice in response.notices:
@@ -134,11 +134,19 @@ def _neutral(name: str, request: ModelRequest) -> dict[str, Any]:
     return {"request": wire, "request_tokens_estimate": estimate_tokens(body)}
 
 
-def _priced_name(model: Model, response: ModelResponse) -> str:
-    """The name to look a price up by: the full name, or the wire model id when it has none."""
-    if response.request is not None and price_for(model.name) is None:
-        return response.request.model
-    return model.name
+def _price(model: Model, response: ModelResponse) -> Price | None:
+    """The price of one model call: yours (:func:`set_price`) by the model's name or its wire
+    id; else, for a call that went over HTTP, the catalog's for the wire id at the URL it went
+    to (a local server's URL is no provider's: no price). An offline model has only yours."""
+    found = own_price(model.name)
+    sent = response.request
+    if found is not None or sent is None:
+        return found
+    found = own_price(sent.model)
+    url = getattr(model, "base_url", None)
+    if found is None and isinstance(url, str):
+        found = catalog_price(sent.model, api_url=url)
+    return found
 
 
 async def _watch(

@@ -21,6 +21,7 @@ from kode_nb.agents import (
     register_subagent,
     set_price,
 )
+from kode_nb.agents._cost import catalog_price
 from kode_nb.models import AnthropicModel, OpenAIChatModel, ScriptedModel
 from kode_nb.models.scripted import call
 from kode_nb.ui.records import run_record
@@ -162,17 +163,55 @@ async def test_an_uncut_tool_result_has_no_model_text(registry: ToolRegistry) ->
 
 
 def test_prices_lookup_and_set_price() -> None:
-    assert price_for("openai:gpt-4.1-mini") == Price(0.40, 1.60)
+    assert price_for("openai:gpt-4.1-mini") == Price(0.40, 1.60)  # the catalog's
     assert price_for("my-local-model") is None
+    assert price_for("ollama:my-local-model") is None
     assert price_for(None) is None
     set_price("my-local-model", input=0, output=0.5)
     assert price_for("ollama:my-local-model") == Price(0.0, 0.5)
+    set_price("openai:gpt-4.1-mini", input=1, output=2)  # yours win over the catalog
+    assert price_for("openai:gpt-4.1-mini") == Price(1.0, 2.0)
     with pytest.raises(ConfigurationError, match="input must be >= 0"):
         set_price("m", input=-1, output=1)
     with pytest.raises(ConfigurationError, match="output must be a number"):
         set_price("m", input=1, output="cheap")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="non-empty string"):
         set_price(" ", input=1, output=1)
+
+
+@pytest.mark.parametrize(
+    ("model_id", "url", "price"),
+    [
+        ("gpt-4.1-mini", "https://api.openai.com/v1", Price(0.40, 1.60)),
+        ("claude-sonnet-4-20250514", "https://api.anthropic.com/v1", Price(3.0, 15.0)),
+        ("gpt-4.1-mini", "http://127.0.0.1:8000/v1", None),  # a local server: no provider's URL
+        ("no-such-model", "https://api.openai.com/v1", None),
+    ],
+)
+def test_the_catalog_prices_a_model_by_the_url_its_request_went_to(
+    model_id: str, url: str, price: Price | None
+) -> None:
+    assert catalog_price(model_id, api_url=url) == price
+
+
+async def test_a_local_server_serving_a_cloud_model_name_costs_unknown(
+    registry: ToolRegistry,
+) -> None:
+    server = MockServer(sse("openai_text.txt"))
+    async with server.client() as client:
+        model = OpenAIChatModel("gpt-4.1-mini", base_url="http://127.0.0.1:8000/v1",
+                                http_client=client, api_key=KEY, retry_base_delay=0.0)  # fmt: skip
+        result = await Agent(model=model).run("What is the capital of France?")
+    assert result.ok, result.error
+    (attrs,) = _model_calls(result)
+    assert attrs["usage"] == {"input_tokens": 24, "output_tokens": 7}
+    assert attrs["cost"] is None
+    set_price("gpt-4.1-mini", input=1.0, output=2.0)  # unless you price it
+    async with MockServer(sse("openai_text.txt")).client() as client:
+        model = OpenAIChatModel("gpt-4.1-mini", base_url="http://127.0.0.1:8000/v1",
+                                http_client=client, api_key=KEY, retry_base_delay=0.0)  # fmt: skip
+        priced = await Agent(model=model).run("What is the capital of France?")
+    assert _model_calls(priced)[0]["cost"] == pytest.approx((24 * 1.0 + 7 * 2.0) / 1e6)
 
 
 async def test_cost_rolls_up_through_nested_subagents(registry: ToolRegistry) -> None:
