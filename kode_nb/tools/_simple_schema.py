@@ -18,9 +18,10 @@ Simple means: ``str``, ``int``, ``float``, ``bool``, ``None``, ``Any`` (not in a
 Anything else returns ``None`` and goes the model way. A property test
 (``tests/test_simple_schema.py``) checks that both paths agree.
 
-This second validator (besides the model's, which is then built only if asked for) pays:
-defining a tool takes ~110 µs instead of ~770 µs, and a call validates 0.8 µs faster
-(paired rounds against the model path, ``benchmarks/results/micro_opts.txt``).
+This second validator (besides the model's, which is then built only if asked for) stays for
+defining tools: ~110 µs instead of ~1,090 µs a definition (target 3 of ``benchmarks/`` fails
+without it). On a whole agent run it saves nothing measurable (-0.5 %, within noise; a call
+validates ~0.5 µs faster): paired rounds, ``benchmarks/results/micro_opts.txt``, 2026-11-27.
 """
 
 from __future__ import annotations
