@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
+from kode_nb._format import shorten
 from kode_nb.execution._executor import Executor
 from kode_nb.types import ToolResult
 from kode_nb.ui.call_view import CallView
@@ -390,7 +391,7 @@ class NotebookServer:
 
         rows = [
             {"tool": r.tool, "status": call_status(r), "duration": took(r),
-             "call_id": r.call_id, "result": _first_line(r.text)}
+             "call_id": r.call_id, "result": shorten(r.text, 80)}
             for r in self.results
         ]  # fmt: skip
         columns = [("tool", "tool"), ("status", "status"), ("duration", "duration", "right"),
@@ -455,11 +456,6 @@ class _Static:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.server._bundle()
-
-
-def _first_line(text: str, limit: int = 80) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 class _Panel(W.VBox):  # type: ignore[misc]

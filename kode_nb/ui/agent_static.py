@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from kode_nb._format import format_tokens
+from kode_nb._format import format_tokens, shorten
 from kode_nb._redact import redact_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
 from kode_nb.ui.records import Record, run_record
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from kode_nb.agents.result import AgentRunResult
 
-__all__ = ["StaticRunView", "answer_html", "first_line", "markdown_html", "run_summary"]
+__all__ = ["StaticRunView", "answer_html", "markdown_html", "run_summary"]
 
 MUTED = "color:var(--jp-ui-font-color2,#666)"
 """The style of secondary text."""
@@ -106,7 +106,7 @@ class StaticRunView:
             line = "\n".join(f"{pad}  → {c.name} {c.arguments}" for c in event.calls)
         elif kind == "tool_call_finished" and event.result is not None:
             res = event.result
-            line = f"{pad}  ← {res.tool or (event.call.name if event.call else '')}: {res.status} {first_line(res.text)}"
+            line = f"{pad}  ← {res.tool or (event.call.name if event.call else '')}: {res.status} {shorten(res.text, 100)}"
         elif kind == "subagent_started":
             line = f"{pad}[{event.agent}] subagent started"
         elif kind == "run_finished":
@@ -196,8 +196,3 @@ class StaticRunView:
             parts.append(f'<pre style="{PRE}">{esc(clip(chr(10).join(self.lines)))}</pre>')
         html = f'<div style="{BOX}">' + "".join(parts) + "</div>"
         return {"text/html": html, "text/plain": self.text_summary()}
-
-
-def first_line(text: str, limit: int = 100) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
