@@ -57,15 +57,15 @@ _EXPORTS: dict[str, str] = {
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
     "deny": "kode_nb.policy",
-    "diverge": "kode_nb.agents",
-    "expand_trace": "kode_nb.agents",
-    "fork": "kode_nb.agents",
-    "prices": "kode_nb.agents",
+    "diverge": "kode_nb.debug",
+    "expand_trace": "kode_nb.debug",
+    "fork": "kode_nb.debug",
+    "prices": "kode_nb.models",
     "register_secret": "kode_nb._redact",
     "register_subagent": "kode_nb.agents.subagent",
-    "replay": "kode_nb.agents",
+    "replay": "kode_nb.debug",
     "run_many": "kode_nb.many.core",
-    "set_price": "kode_nb.agents",
+    "set_price": "kode_nb.models",
     "settle": "kode_nb.magics",
     "tool": "kode_nb.tools",
     "use_registry": "kode_nb.tools",
@@ -136,24 +136,6 @@ if TYPE_CHECKING:
     from kode_nb._redact import (
         register_secret as register_secret,
     )
-    from kode_nb.agents import (
-        diverge as diverge,
-    )
-    from kode_nb.agents import (
-        expand_trace as expand_trace,
-    )
-    from kode_nb.agents import (
-        fork as fork,
-    )
-    from kode_nb.agents import (
-        prices as prices,
-    )
-    from kode_nb.agents import (
-        replay as replay,
-    )
-    from kode_nb.agents import (
-        set_price as set_price,
-    )
     from kode_nb.agents.loop import (
         Agent as Agent,
     )
@@ -165,6 +147,18 @@ if TYPE_CHECKING:
     )
     from kode_nb.agents.subagent import (
         register_subagent as register_subagent,
+    )
+    from kode_nb.debug import (
+        diverge as diverge,
+    )
+    from kode_nb.debug import (
+        expand_trace as expand_trace,
+    )
+    from kode_nb.debug import (
+        fork as fork,
+    )
+    from kode_nb.debug import (
+        replay as replay,
     )
     from kode_nb.errors import (
         ConfigurationError as ConfigurationError,
@@ -231,6 +225,12 @@ if TYPE_CHECKING:
     )
     from kode_nb.many.inbox import (
         Inbox as Inbox,
+    )
+    from kode_nb.models import (
+        prices as prices,
+    )
+    from kode_nb.models import (
+        set_price as set_price,
     )
     from kode_nb.policy import (
         ApprovalDecision as ApprovalDecision,

@@ -67,7 +67,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
         if wait_cells not in ipython.input_transformers_post:
             ipython.input_transformers_post.append(wait_cells)
-        from kode_nb.magics.notebook_comm import register
+        from kode_nb.ui.notebook_comm import register
 
         register(magics)  # the tools panel and the notebook tools' front end
     from kode_nb.magics.mcp_magics import connect_configured
@@ -81,7 +81,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     magics = manager.registry.pop(_MAGICS, None)
     if magics is None:
         return
-    from kode_nb.magics.notebook_comm import unregister
+    from kode_nb.ui.notebook_comm import unregister
 
     unregister(magics)
     magics.close_session()

@@ -27,14 +27,6 @@ Nothing here imports Jupyter.
 from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
-from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
-from kode_nb.agents._diverge import Divergence, diverge
-from kode_nb.agents._expand import Expansion, expand_trace
-from kode_nb.agents._fork import ForkPoint, fork
-from kode_nb.agents._known import known_trace, remember_trace
-from kode_nb.agents._replay import Replay, replay
-from kode_nb.agents._step import StepDecision, StepEditError, Stepper, StepPoint
-from kode_nb.agents._step_loop import StartedRun
 from kode_nb.agents.context import CompressContext, compress_context
 from kode_nb.agents.events import (
     AGENT_EVENT_TYPES,
@@ -54,7 +46,11 @@ from kode_nb.agents.loop import Agent, AgentRunResult
 from kode_nb.agents.result import RunStatus, RunUsage
 from kode_nb.agents.subagent import AgentDefinition, ModelSpec, register_subagent, subagent_tool
 from kode_nb.agents.toolset import NarrowedPolicy, resolve_tools
-from kode_nb.agents.trace import SCHEMA, Span, Trace
+from kode_nb.models._cost import Price, estimate_tokens, price_for, prices, set_price
+from kode_nb.stepping._step import StepDecision, StepEditError, Stepper, StepPoint
+from kode_nb.stepping._step_loop import StartedRun
+from kode_nb.traces._known import known_trace, remember_trace
+from kode_nb.traces._trace import SCHEMA, Span, Trace
 
 __all__ = [
     "AGENT_EVENT_TYPES",
@@ -65,16 +61,12 @@ __all__ = [
     "AgentEvent",
     "AgentRunResult",
     "CompressContext",
-    "Divergence",
     "EventCallback",
-    "Expansion",
-    "ForkPoint",
     "ModelResponded",
     "ModelSpec",
     "NarrowedPolicy",
     "Price",
     "RunFinished",
-    "Replay",
     "RunStarted",
     "RunStatus",
     "RunUsage",
@@ -92,9 +84,6 @@ __all__ = [
     "Trace",
     "TurnStarted",
     "compress_context",
-    "diverge",
-    "expand_trace",
-    "fork",
     "known_trace",
     "estimate_tokens",
     "price_for",
@@ -103,7 +92,6 @@ __all__ = [
     "redact_text",
     "register_subagent",
     "remember_trace",
-    "replay",
     "resolve_tools",
     "set_price",
     "subagent_tool",

@@ -40,12 +40,8 @@ from pydantic import BaseModel
 
 from kode_nb.agents import output as out
 from kode_nb.agents._answers import answer_warning, reask_prompt
-from kode_nb.agents._cost import rollup
-from kode_nb.agents._known import remember_trace
 from kode_nb.agents._model import model_turn, time_up
 from kode_nb.agents._run import CURRENT_RUN, RunState
-from kode_nb.agents._step import Stepper
-from kode_nb.agents._step_loop import StartedRun
 from kode_nb.agents._tools import run_tool_calls, unique_call_ids
 from kode_nb.agents.events import (
     EventCallback,
@@ -56,9 +52,9 @@ from kode_nb.agents.events import (
 )
 from kode_nb.agents.result import AgentRunResult, RunStatus, RunUsage
 from kode_nb.agents.toolset import derive_executor, resolve_model, resolve_tools
-from kode_nb.agents.trace import Span, Trace
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
+from kode_nb.models._cost import rollup
 from kode_nb.models.base import (
     TOOL_CHOICES,
     AssistantMessage,
@@ -70,6 +66,10 @@ from kode_nb.models.base import (
     UserMessage,
     check_tool_choice,
 )
+from kode_nb.stepping._step import Stepper
+from kode_nb.stepping._step_loop import StartedRun
+from kode_nb.traces._known import remember_trace
+from kode_nb.traces._trace import Span, Trace
 
 __all__ = ["MAX_RESULT_CHARS", "Agent", "AgentRunResult", "RunStatus", "RunUsage"]
 
@@ -274,7 +274,7 @@ class Agent:
         derived from the agent's, with the same registry, policy, approver and bus).
         ``on_event`` gets this run's events, after the agent's own callback.
         ``step``: a :class:`~kode_nb.agents.Stepper` that pauses the run before each model
-        request and tool call (:mod:`kode_nb.agents._step`); ``True``, ``"all"`` or ``"top"``
+        request and tool call (:mod:`kode_nb.stepping._step`); ``True``, ``"all"`` or ``"top"``
         make one (drive it from its ``on_pause``, or use :meth:`start`, which returns it).
         """
         return await self._execute(

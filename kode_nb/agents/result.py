@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from kode_nb.agents.trace import Trace
 from kode_nb.models.base import Message, UsageInfo, add_tokens
+from kode_nb.traces._trace import Trace
 
 __all__ = ["AgentRunResult", "RunStatus", "RunUsage"]
 
@@ -115,7 +115,7 @@ class AgentRunResult:
         """Continue this run from ``at`` (a turn number or a span id) with ``edit`` applied:
         :func:`kode_nb.fork` (``model=``, ``system_prompt=``, ``executor=``, ``output_model=``
         as there)."""
-        from kode_nb.agents._fork import fork
+        from kode_nb.debug._fork import fork
 
         return await fork(self, at=at, edit=edit, **options)
 

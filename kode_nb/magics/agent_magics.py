@@ -406,7 +406,7 @@ def start_run(
     """Start ``agent`` on ``prompt`` as a task on the kernel's loop; the handle comes back at
     once (without a running loop, as in terminal IPython, the run completes first).
     ``close``: an executor to close when the run ends. ``step``: ``"all"`` or ``"top"`` to step
-    through the run (:mod:`kode_nb.agents._step`; the pauses show buttons in the live view,
+    through the run (:mod:`kode_nb.stepping._step`; the pauses show buttons in the live view,
     and ``h.step`` drives them from a cell)."""
     from kode_nb.agents import Stepper
     from kode_nb.ui.agent_handle import AgentHandle

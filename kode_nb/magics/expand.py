@@ -1,7 +1,7 @@
 """``%expand_trace VAR``: a recorded run's cells, inserted below the cell or written to a file.
 
-The cells come from :func:`kode_nb.expand_trace` (see ``kode_nb/agents/_expand.py``). When the
-JupyterLab extension is connected over the ``kode_nb.notebook`` comm (``kode_nb/magics/notebook_comm.py``,
+The cells come from :func:`kode_nb.expand_trace` (see ``kode_nb/debug/_expand.py``). When the
+JupyterLab extension is connected over the ``kode_nb.notebook`` comm (``kode_nb/ui/notebook_comm.py``,
 protocol in docs/RECORDS.md), its ``insert_cells`` request puts them below the cell. Without it (VS Code, nbconvert, classic) or with
 ``--path``, they go into a new ``.ipynb`` beside the notebook
 (``<notebook>-<var>-<trace id>.ipynb``), and the output links to it. Notes say what cannot be
@@ -24,8 +24,8 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import HTML, display
 
-from kode_nb.agents.trace import READABLE_SCHEMAS
 from kode_nb.errors import ConfigurationError
+from kode_nb.traces._trace import READABLE_SCHEMAS
 
 __all__ = ["FORKABLE", "expand_command", "expand_request", "fork_request", "notebook_dir"]
 
@@ -53,7 +53,7 @@ def _front_end() -> bool:
 
 
 def expand_command(shell: Any, registered: set[str], args: Any) -> Any:
-    from kode_nb.agents import expand_trace
+    from kode_nb.debug import expand_trace
 
     if args.var not in shell.user_ns:
         raise UsageError(f"%expand_trace: no variable named {args.var!r} in the notebook")
@@ -90,7 +90,7 @@ def _insert(expansion: Any) -> Any:
     arrives on the kernel's event loop); the output says when they are in, or why not."""
     import asyncio
 
-    from kode_nb.magics.notebook_comm import insert_cells
+    from kode_nb.ui.notebook_comm import insert_cells
 
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in expansion.notes)
     tail = f"<ul>{notes}</ul>" if notes else ""
@@ -133,7 +133,8 @@ def expand_request(data: Mapping[str, Any], registered: set[str]) -> dict[str, A
     """The ``expand`` op: remember the trace (so cells and forks can name it by id) and expand it;
     ``{"trace_id", "cells", "notes"}``. A newer trace format is expanded from the fields this
     version knows, with a note, but not remembered."""
-    from kode_nb.agents import expand_trace, remember_trace
+    from kode_nb.debug import expand_trace
+    from kode_nb.traces import remember_trace
 
     trace = _trace_json(data)
     notes: list[str] = []

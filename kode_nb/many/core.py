@@ -240,7 +240,7 @@ class ManyRun:
 
     def trace(self, index: int) -> Any:
         """Row ``index``'s :class:`~kode_nb.agents.Trace` (``None`` before it has one)."""
-        from kode_nb.agents.trace import Trace
+        from kode_nb.traces._trace import Trace
 
         result = self.results[index]
         if result is None or result.trace is None:

@@ -83,7 +83,7 @@ async def _run_tool(
     limit: int | None,
     shared: Any,
 ) -> RowResult:
-    from kode_nb.agents.trace import Span, Trace
+    from kode_nb.traces._trace import Span, Trace
 
     executor = shared or make_executor(target, approver, limit)
     tool = target.tools[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kode_nb.models._cost import Price, estimate_tokens, price_for, prices, set_price
 from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import (
     AssistantMessage,
@@ -69,6 +70,7 @@ __all__ = [
     "ModelSettings",
     "Notice",
     "OpenAIChatModel",
+    "Price",
     "ReplayDivergedError",
     "ReplayModel",
     "RequestSent",
@@ -87,9 +89,13 @@ __all__ = [
     "UserMessage",
     "call",
     "collect",
+    "estimate_tokens",
     "generate_arguments",
+    "price_for",
+    "prices",
     "raw_call",
     "resolve_model",
+    "set_price",
 ]
 
 

@@ -26,8 +26,10 @@ from kode_nb._redact import redact
 from kode_nb.ui import record_html as RH
 
 if TYPE_CHECKING:
-    from kode_nb.agents import AgentRunResult, Divergence, Trace
+    from kode_nb.agents import AgentRunResult
+    from kode_nb.debug import Divergence
     from kode_nb.tools import Tool
+    from kode_nb.traces import Trace
     from kode_nb.types import ToolResult
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
 
 if TYPE_CHECKING:
-    from kode_nb.agents.trace import Span, Trace
+    from kode_nb.traces._trace import Span, Trace
 
 __all__ = ["TraceDisplay", "span_tokens", "token_text", "trace_html", "trace_text", "usage_total"]
 

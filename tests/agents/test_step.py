@@ -1,4 +1,4 @@
-"""Stepping through a run (kode_nb/agents/_step.py): pause order, edits (re-validated), results
+"""Stepping through a run (kode_nb/stepping/_step.py): pause order, edits (re-validated), results
 given by hand, run to end, stop, nested subagent runs, the trace, and cancellation while paused."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError
+from kode_nb.traces._trace import Trace
 
 __all__ = ["LIMIT", "known_model", "known_trace", "remember_trace"]
 

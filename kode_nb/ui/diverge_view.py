@@ -1,4 +1,4 @@
-"""The static view of a :class:`~kode_nb.agents._diverge.Divergence` (its record data).
+"""The static view of a :class:`~kode_nb.debug._diverge.Divergence` (its record data).
 
 ``text/html``: one semantic ``<table>`` (a column per branch, a row per turn, the first
 difference marked with "◆" and its differing part in ``<strong>``, then the totals), only the
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from kode_nb.agents._cost import format_cost
+from kode_nb.models._cost import format_cost
 
 __all__ = ["divergence_html", "divergence_text"]
 

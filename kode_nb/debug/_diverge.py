@@ -30,9 +30,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kode_nb.agents._cost import rollup
-from kode_nb.agents._replay import load_trace
-from kode_nb.agents.trace import Span, Trace
+from kode_nb.debug._replay import load_trace
+from kode_nb.models._cost import rollup
+from kode_nb.traces._trace import Span, Trace
 
 __all__ = ["SCHEMA", "Branch", "Divergence", "Step", "diverge"]
 
@@ -227,12 +227,12 @@ class Divergence:
         return f"{self.a.label} and {self.b.label} first differ at {where}: {self.what} ({self.detail})"
 
     def _repr_html_(self) -> str:
-        from kode_nb.agents._diverge_view import divergence_html
+        from kode_nb.ui.diverge_view import divergence_html
 
         return divergence_html(self.to_dict())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        from kode_nb.agents._diverge_view import divergence_html, divergence_text
+        from kode_nb.ui.diverge_view import divergence_html, divergence_text
 
         data = self.to_dict()
         return {MIME: data, "text/html": divergence_html(data), "text/plain": divergence_text(data)}
