@@ -13,9 +13,9 @@ __version__ = "0.1.0"
 
 # public name -> public module (or subpackage) it comes from
 _EXPORTS: dict[str, str] = {
-    "Agent": "kode_nb.agents.loop",
-    "AgentDefinition": "kode_nb.agents.subagent",
-    "AgentRunResult": "kode_nb.agents.result",
+    "Agent": "kode_nb.agents",
+    "AgentDefinition": "kode_nb.agents",
+    "AgentRunResult": "kode_nb.agents",
     "ApprovalDecision": "kode_nb.policy",
     "ApprovalRequest": "kode_nb.policy",
     "Approver": "kode_nb.policy",
@@ -62,7 +62,7 @@ _EXPORTS: dict[str, str] = {
     "fork": "kode_nb.debug",
     "prices": "kode_nb.models",
     "register_secret": "kode_nb._redact",
-    "register_subagent": "kode_nb.agents.subagent",
+    "register_subagent": "kode_nb.agents",
     "replay": "kode_nb.debug",
     "run_many": "kode_nb.many.core",
     "set_price": "kode_nb.models",
@@ -136,16 +136,16 @@ if TYPE_CHECKING:
     from kode_nb._redact import (
         register_secret as register_secret,
     )
-    from kode_nb.agents.loop import (
+    from kode_nb.agents import (
         Agent as Agent,
     )
-    from kode_nb.agents.result import (
-        AgentRunResult as AgentRunResult,
-    )
-    from kode_nb.agents.subagent import (
+    from kode_nb.agents import (
         AgentDefinition as AgentDefinition,
     )
-    from kode_nb.agents.subagent import (
+    from kode_nb.agents import (
+        AgentRunResult as AgentRunResult,
+    )
+    from kode_nb.agents import (
         register_subagent as register_subagent,
     )
     from kode_nb.debug import (

@@ -198,9 +198,7 @@ def test_one_class_per_public_name_across_the_api() -> None:
 SUBPACKAGE_EXPORTERS = [
     "kode_nb.debug",  # replay, fork, diverge, expand_trace
     "kode_nb.models",  # prices, set_price
-    "kode_nb.agents.loop",
-    "kode_nb.agents.result",
-    "kode_nb.agents.subagent",
+    "kode_nb.agents",  # Agent, AgentRunResult, AgentDefinition, register_subagent
     "kode_nb.many.compare",
     "kode_nb.many.core",
     "kode_nb.many.inbox",

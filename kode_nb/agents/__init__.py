@@ -27,8 +27,8 @@ Nothing here imports Jupyter.
 from __future__ import annotations
 
 from kode_nb._redact import REDACTED, redact, redact_text
-from kode_nb.agents.context import CompressContext, compress_context
-from kode_nb.agents.events import (
+from kode_nb.agents._context import CompressContext, compress_context
+from kode_nb.agents._events import (
     AGENT_EVENT_TYPES,
     AgentEvent,
     EventCallback,
@@ -42,10 +42,10 @@ from kode_nb.agents.events import (
     ToolCallsRequested,
     TurnStarted,
 )
-from kode_nb.agents.loop import Agent, AgentRunResult
-from kode_nb.agents.result import RunStatus, RunUsage
-from kode_nb.agents.subagent import AgentDefinition, ModelSpec, register_subagent, subagent_tool
-from kode_nb.agents.toolset import NarrowedPolicy, resolve_tools
+from kode_nb.agents._loop import Agent, AgentRunResult
+from kode_nb.agents._result import RunStatus, RunUsage
+from kode_nb.agents._subagent import AgentDefinition, ModelSpec, register_subagent, subagent_tool
+from kode_nb.agents._toolset import NarrowedPolicy, resolve_tools
 from kode_nb.models._cost import Price, estimate_tokens, price_for, prices, set_price
 from kode_nb.stepping._step import StepDecision, StepEditError, Stepper, StepPoint
 from kode_nb.stepping._step_loop import StartedRun

@@ -13,8 +13,8 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+from kode_nb.agents._events import ModelResponded, TextDelta
 from kode_nb.agents._run import RunState, message_dict
-from kode_nb.agents.events import ModelResponded, TextDelta
 from kode_nb.errors import KodeUsageError
 from kode_nb.models._cost import cost_of, estimate_tokens, price_for
 from kode_nb.models.base import (

@@ -15,8 +15,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kode_nb.agents.events import EventSink
-from kode_nb.agents.result import RunStatus, RunUsage
+from kode_nb.agents._events import EventSink
+from kode_nb.agents._result import RunStatus, RunUsage
 from kode_nb.execution._executor import Executor
 from kode_nb.models.base import (
     AssistantMessage,
@@ -30,7 +30,7 @@ from kode_nb.traces._trace import Span, Trace
 from kode_nb.types import ToolResult
 
 if TYPE_CHECKING:
-    from kode_nb.agents.loop import Agent
+    from kode_nb.agents._loop import Agent
     from kode_nb.stepping._step import Stepper
 
 __all__ = ["CURRENT_RUN", "RunState", "message_dict", "result_dict"]

@@ -17,8 +17,8 @@ import json
 import time
 from collections.abc import Sequence
 
+from kode_nb.agents._events import ToolCallFinished, ToolCallsRequested
 from kode_nb.agents._run import RunState, result_dict
-from kode_nb.agents.events import ToolCallFinished, ToolCallsRequested
 from kode_nb.errors import ToolNotFoundError
 from kode_nb.events._events import CallFailed, CallRequested
 from kode_nb.execution._executor import ToolCall

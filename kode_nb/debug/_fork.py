@@ -42,9 +42,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from kode_nb._redact import redact
-from kode_nb.agents.loop import Agent
-from kode_nb.agents.result import AgentRunResult
-from kode_nb.agents.toolset import resolve_model
+from kode_nb.agents._loop import Agent
+from kode_nb.agents._result import AgentRunResult
+from kode_nb.agents._toolset import resolve_model
 from kode_nb.debug._fork_point import Edit, ForkPoint, fork_edit, fork_point, turn_spans
 from kode_nb.debug._replay import CallIds, _model_calls, load_trace, recorded_agent
 from kode_nb.errors import ConfigurationError

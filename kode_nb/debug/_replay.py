@@ -27,9 +27,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from kode_nb._redact import redact
-from kode_nb.agents.loop import Agent
-from kode_nb.agents.output import output_instructions
-from kode_nb.agents.result import AgentRunResult
+from kode_nb.agents._loop import Agent
+from kode_nb.agents._output import output_instructions
+from kode_nb.agents._result import AgentRunResult
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.models._replay import ReplayModel

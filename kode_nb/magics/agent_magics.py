@@ -213,7 +213,7 @@ def _direct_agent(
     """A top-level Agent running ``defn`` on validated ``arguments``: (agent, prompt, executor)."""
     from kode_nb.agents import Agent, NarrowedPolicy
     from kode_nb.agents._inputs import input_validator
-    from kode_nb.agents.toolset import derive_executor
+    from kode_nb.agents._toolset import derive_executor
     from kode_nb.errors import KodeUsageError, ToolValidationError
 
     validator = input_validator(defn.input_model, defn.input_config, where)

@@ -166,7 +166,7 @@ def as_target(
         )  # fmt: skip
     if isinstance(obj, AgentDefinition):
         from kode_nb import default_registry
-        from kode_nb.agents.toolset import resolve_tools
+        from kode_nb.agents._toolset import resolve_tools
 
         reg = registry if registry is not None else default_registry()
         tools = tuple(resolve_tools(obj.tools, reg, where=f"agent {obj.name!r}"))
@@ -193,7 +193,7 @@ def as_target(
 def fresh_model(model: Any) -> Any:
     """The model one row runs with: a factory is called; a model with state (``reset``, e.g.
     a ScriptedModel) is copied and rewound, so each row plays its script from the start."""
-    from kode_nb.agents.toolset import is_model
+    from kode_nb.agents._toolset import is_model
 
     if model is None:
         return None
@@ -212,7 +212,7 @@ def model_identity(model: Any) -> Any:
     """What identifies a model in a cache key: class, name, and (scripted) its script."""
     if model is None:
         return None
-    from kode_nb.agents.toolset import is_model
+    from kode_nb.agents._toolset import is_model
 
     if not is_model(model) and callable(model):
         return {"factory": _callable_identity(model)}

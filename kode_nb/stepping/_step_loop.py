@@ -23,8 +23,8 @@ from kode_nb.traces._trace import parse_arguments
 from kode_nb.types import TextBlock, ToolResult, normalize_name
 
 if TYPE_CHECKING:
+    from kode_nb.agents._result import AgentRunResult
     from kode_nb.agents._run import RunState
-    from kode_nb.agents.result import AgentRunResult
     from kode_nb.traces._trace import Span
 
 __all__ = ["StartedRun", "given_result", "pause_model_request", "pause_tool_call"]

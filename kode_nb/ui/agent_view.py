@@ -46,7 +46,7 @@ from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
-    from kode_nb.agents.result import AgentRunResult
+    from kode_nb.agents._result import AgentRunResult
     from kode_nb.stepping._step import StepPoint
     from kode_nb.ui.approval import ApprovalPrompt
     from kode_nb.ui.step_view import StepPrompt

@@ -23,7 +23,7 @@ saying why. Developer mistakes (an unknown tool name, a missing API key) raise
 interrupt) cancels the run's tool calls and re-raises ``CancelledError``, as asyncio code must;
 the result is still built: it is :attr:`Agent.last_result`, and in the ``RunFinished`` event.
 
-**Events.** See :mod:`kode_nb.agents.events`: ``on_event`` callbacks on the agent and on each run.
+**Events.** See :mod:`kode_nb.agents._events`: ``on_event`` callbacks on the agent and on each run.
 """
 
 from __future__ import annotations
@@ -38,20 +38,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kode_nb.agents import output as out
+from kode_nb.agents import _output as out
 from kode_nb.agents._answers import answer_warning, reask_prompt
-from kode_nb.agents._model import model_turn, time_up
-from kode_nb.agents._run import CURRENT_RUN, RunState
-from kode_nb.agents._tools import run_tool_calls, unique_call_ids
-from kode_nb.agents.events import (
+from kode_nb.agents._events import (
     EventCallback,
     EventSink,
     RunFinished,
     RunStarted,
     TurnStarted,
 )
-from kode_nb.agents.result import AgentRunResult, RunStatus, RunUsage
-from kode_nb.agents.toolset import derive_executor, resolve_model, resolve_tools
+from kode_nb.agents._model import model_turn, time_up
+from kode_nb.agents._result import AgentRunResult, RunStatus, RunUsage
+from kode_nb.agents._run import CURRENT_RUN, RunState
+from kode_nb.agents._tools import run_tool_calls, unique_call_ids
+from kode_nb.agents._toolset import derive_executor, resolve_model, resolve_tools
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.models._cost import rollup
@@ -171,7 +171,7 @@ class Agent:
         if on_event is not None and not callable(on_event):
             raise ConfigurationError(f"{where}: on_event must be callable, got {on_event!r}")
         self.on_event = on_event
-        """Called with every event of every run (see :mod:`kode_nb.agents.events`)."""
+        """Called with every event of every run (see :mod:`kode_nb.agents._events`)."""
         self.tools: tuple[str, ...] = (
             () if tools is None else (tools,) if isinstance(tools, str) else tuple(tools)
         )
