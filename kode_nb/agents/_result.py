@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -108,16 +107,6 @@ class AgentRunResult:
                     requests=1, tool_calls=len(calls),
                 )  # fmt: skip
         return total
-
-    async def fork(
-        self, *, at: int | str, edit: str | Mapping[str, Any] | None = None, **options: Any
-    ) -> AgentRunResult:
-        """Continue this run from ``at`` (a turn number or a span id) with ``edit`` applied:
-        :func:`kode_nb.fork` (``model=``, ``system_prompt=``, ``executor=``, ``output_model=``
-        as there)."""
-        from kode_nb.debug._fork import fork
-
-        return await fork(self, at=at, edit=edit, **options)
 
     def new_messages(self) -> tuple[Message, ...]:
         """The messages of this run (what to pass on as the next run's history, appended)."""
