@@ -1,5 +1,5 @@
 """The front end's trace requests on the ``kode_nb.notebook`` comm (ops ``expand`` and ``fork``,
-``kode_nb/magics/expand.py``) against a recording comm object: the answer's cells and notes, the
+``kode_nb/ui/trace_ops.py``) against a recording comm object: the answer's cells and notes, the
 trace remembered by id, the fork cell's source, and a specific ``ok: false`` reply for bad input
 (no trace, not a trace, a newer schema, an unknown or unforkable span)."""
 

@@ -203,11 +203,6 @@ class Inbox:
             except Exception:  # a broken view must not break the runs
                 continue
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        from kode_nb.ui.many_view import inbox_bundle
-
-        return inbox_bundle(self)
-
     def __repr__(self) -> str:
         c = self.counts
         return (

@@ -297,7 +297,9 @@ def trace_record(trace: Trace) -> Record:
 def divergence_record(divergence: Divergence) -> Record:
     """The record of :func:`kode_nb.diverge`'s answer (``kode_nb.divergence/v1``): where two
     runs first differ, both side by side; the HTML and text are the divergence's own."""
-    bundle = divergence._repr_mimebundle_()
+    from kode_nb.ui.diverge_view import divergence_bundle
+
+    bundle = divergence_bundle(divergence)
     data = _jsonable(bundle[f"{MIME_PREFIX}divergence+json"])
     return Record("divergence", data, bundle["text/html"], bundle["text/plain"])
 
