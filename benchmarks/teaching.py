@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import kode_nb
-from kode_nb.agents import Agent, Stepper
+from kode_nb.agents import Agent
+from kode_nb.debug import Stepper
 from kode_nb.models import ModelRequest
 from kode_nb.models._content import content_text
 from kode_nb.models.base import (

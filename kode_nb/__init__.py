@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from kode_nb._version import __version__
 
 # public name -> public module (or subpackage) it comes from
 _EXPORTS: dict[str, str] = {

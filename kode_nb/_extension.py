@@ -74,7 +74,7 @@ def _show_started(obj: Any, wanted: bool | None) -> bool:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the kode_nb magics and display formatters in ``ipython``."""
-    from kode_nb import _live
+    from kode_nb._live import set_shower
     from kode_nb.magics import KodeMagics
     from kode_nb.ui.formatters import FORMATTED_TYPES, renderer_tables
 
@@ -88,7 +88,7 @@ def load_ipython_extension(ipython: Any) -> None:
             previous = _formatter(ipython, slot).for_type_by_name(module, name, func)
             installed.append((slot, module, name, func, previous))
     magics.installed_formatters = installed
-    _live.set_shower(_show_started)
+    set_shower(_show_started)
     ipython.user_ns.setdefault("kode_nb", sys.modules["kode_nb"])
     if getattr(ipython, "kernel", None) is not None:  # cells wait for MCP connections
         from kode_nb.magics.awaiting import wait_cells
@@ -129,9 +129,9 @@ def unload_ipython_extension(ipython: Any) -> None:
         if previous is not None:
             formatter.for_type_by_name(module, name, previous)
     magics.installed_formatters = []
-    from kode_nb import _live
+    from kode_nb._live import set_shower
 
-    _live.set_shower(None)
+    set_shower(None)
 
 
 def _remove_printer(formatter: Any, module: str, name: str, func: Any) -> None:

@@ -61,11 +61,12 @@ def imports_of(path: Path) -> set[str]:
             and node.level == 0
             and node.module.split(".")[0] == "kode_nb"
         ):
-            found.add(node.module)
             for alias in node.names:  # `from kode_nb.tools import _formats` names a module
                 target = PACKAGE.parent / f"{node.module}.{alias.name}".replace(".", "/")
                 if target.is_dir() or target.with_suffix(".py").exists():
                     found.add(f"{node.module}.{alias.name}")
+                else:  # a name defined by the module (a package: by its __init__)
+                    found.add(node.module)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -85,8 +86,25 @@ def graph() -> dict[str, set[str]]:
     return dict(sorted(edges.items()))
 
 
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the kode_nb modules it imports at run time (a package stands for its
+    ``__init__``; ``import kode_nb.a.b`` counts as importing ``kode_nb.a.b``)."""
+    paths = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    edges: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        targets = set()
+        for target in imports_of(path):
+            while target not in paths and "." in target:  # a name inside a module
+                target = target.rsplit(".", 1)[0]
+            if target in paths and target != name:
+                targets.add(target)
+        edges[name] = targets
+    return edges
+
+
 def cycles(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """Pairs of units that import each other (directly or through others)."""
+    """Pairs of nodes (units, or modules) that import each other (directly or through
+    others)."""
 
     def reaches(a: str, b: str) -> bool:
         seen, todo = set(), [a]

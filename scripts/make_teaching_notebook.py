@@ -182,7 +182,7 @@ the reason, and the run stays paused.""",
     (
         "py",
         """\
-from kode_nb.agents import StepEditError
+from kode_nb.debug import StepEditError
 
 try:
     point.edit({"region": "north-east", "year": 2024})

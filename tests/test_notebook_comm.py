@@ -11,7 +11,7 @@ import pytest
 
 from kode_nb import define_tool
 from kode_nb.builtins.notebook import LINK
-from kode_nb.tools._registry import ToolRegistry
+from kode_nb.tools import ToolRegistry
 from kode_nb.ui.notebook_comm import RATE, NotebookChannel
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,10 @@ import pytest
 from pydantic import BaseModel
 
 from kode_nb import ToolRegistry, define_tool
-from kode_nb.agents import Agent, AgentDefinition, known_trace, register_subagent
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import Turn, call
+from kode_nb.traces import known_trace
 from kode_nb.ui.notebook_comm import NotebookChannel
 from tests.test_notebook_comm import RecordingComm
 

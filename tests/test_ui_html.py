@@ -8,10 +8,9 @@ from typing import Any, Literal
 import pytest
 
 from kode_nb import ToolRegistry, ToolResult, define_tool
-from kode_nb.events._events import ApprovalResolved, CallCompleted
-from kode_nb.policy._approval import ApprovalRequest
-from kode_nb.policy._policy import Policy
-from kode_nb.tools._model import Tool
+from kode_nb.events import ApprovalResolved, CallCompleted
+from kode_nb.policy import ApprovalRequest, Policy
+from kode_nb.tools import Tool
 from kode_nb.types import ImageBlock, JsonBlock, TextBlock
 from kode_nb.ui import html as H
 from kode_nb.ui import tool_html as T

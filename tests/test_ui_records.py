@@ -15,10 +15,10 @@ import kode_nb
 from kode_nb import ToolResult, define_tool
 from kode_nb.agents import Agent
 from kode_nb.events import ApprovalResolved
-from kode_nb.execution._executor import Executor
+from kode_nb.execution import Executor
 from kode_nb.models import ScriptedModel, call
-from kode_nb.tools._registry import ToolRegistry
-from kode_nb.traces._trace import Span, Trace
+from kode_nb.tools import ToolRegistry
+from kode_nb.traces import Span, Trace
 from kode_nb.ui.agent_static import StaticRunView
 from kode_nb.ui.agent_view import RunView
 from kode_nb.ui.call_view import CallView

@@ -273,7 +273,7 @@ class Agent:
         ``deps`` reaches the tools as ``ToolContext.deps`` (the run then uses an executor
         derived from the agent's, with the same registry, policy, approver and bus).
         ``on_event`` gets this run's events, after the agent's own callback.
-        ``step``: a :class:`~kode_nb.agents.Stepper` that pauses the run before each model
+        ``step``: a :class:`~kode_nb.debug.Stepper` that pauses the run before each model
         request and tool call (:mod:`kode_nb.stepping._step`); ``True``, ``"all"`` or ``"top"``
         make one (drive it from its ``on_pause``, or use :meth:`start`, which returns it).
         """
@@ -287,7 +287,7 @@ class Agent:
         self, prompt: str, *, step: Stepper | bool | str | None = None, **options: Any
     ) -> StartedRun:
         """:meth:`run` as a task on the running loop, returned at once as a
-        :class:`~kode_nb.agents.StartedRun`: ``await run.paused()`` for the next pause point
+        :class:`~kode_nb.debug.StartedRun`: ``await run.paused()`` for the next pause point
         when stepping (``step=True``: every run pauses, subagents' too; ``"top"``: only this
         one), ``await run`` for the result. ``options`` are :meth:`run`'s."""
         stepper = Stepper.of(step, f"Agent '{self.name}'")

@@ -87,7 +87,7 @@ class AgentRunResult:
     cost: float | None = None
     """US dollars of this run's model calls and every nested subagent's (the run span's
     ``cost``); ``None`` when a model's price or a token count is unknown (see
-    :func:`kode_nb.agents.set_price`)."""
+    :func:`kode_nb.models.set_price`)."""
 
     @property
     def ok(self) -> bool:

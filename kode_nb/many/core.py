@@ -240,7 +240,7 @@ class ManyRun:
         return results_frame(self, finished_only=finished_only)
 
     def trace(self, index: int) -> Any:
-        """Row ``index``'s :class:`~kode_nb.agents.Trace` (``None`` before it has one)."""
+        """Row ``index``'s :class:`~kode_nb.traces.Trace` (``None`` before it has one)."""
         from kode_nb.traces._trace import Trace
 
         result = self.results[index]

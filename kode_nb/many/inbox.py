@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kode_nb import ApprovalDecision, ApprovalRequest, approve, deny
+from kode_nb.policy import ApprovalDecision, ApprovalRequest, approve, deny
 
 __all__ = ["Inbox", "Pending", "Rule"]
 

@@ -8,6 +8,8 @@ modules that need them (:mod:`~kode_nb.ui.call_view`, :mod:`~kode_nb.ui.approval
 becomes a static record (:mod:`~kode_nb.ui.records`): no widget, so a saved notebook reopened
 without a kernel shows it; tool cards and listings are records from the start. Nothing is imported
 here, so ``import kode_nb.ui.html`` stays cheap.
+
+May import: the core. Never the magics or the extension entry point (kode_nb/_extension.py).
 """
 
 __all__: list[str] = []  # import from the modules named above

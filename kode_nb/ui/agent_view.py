@@ -151,7 +151,7 @@ class RunView(W.VBox):  # type: ignore[misc]
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
-        """The run's :class:`~kode_nb.agents.Trace` (from ``RunStarted``), filled in as it runs."""
+        """The run's :class:`~kode_nb.traces.Trace` (from ``RunStarted``), filled in as it runs."""
         self.display_handle: DisplayHandle | None = None
         self.rows: dict[str, ToolRow] = {}
         """This run's tool calls, by call id."""

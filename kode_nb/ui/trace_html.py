@@ -1,4 +1,4 @@
-"""A run's :class:`~kode_nb.agents.Trace` as collapsible HTML (``<details>``) and as a text tree.
+"""A run's :class:`~kode_nb.traces.Trace` as collapsible HTML (``<details>``) and as a text tree.
 
 Every span is one ``<details>``: its summary line holds the kind, the name, the status, the
 duration and the tokens; opening it shows what the span recorded (the prompt and the answer of

@@ -13,9 +13,9 @@ from fork_helpers import Adder
 
 import kode_nb
 from kode_nb import ConfigurationError, ToolRegistry, define_tool
-from kode_nb.agents import Agent, prices
+from kode_nb.agents import Agent
 from kode_nb.debug import Divergence
-from kode_nb.models import ScriptedModel
+from kode_nb.models import ScriptedModel, prices
 from kode_nb.models.scripted import call
 from kode_nb.ui.diverge_view import divergence_bundle
 from kode_nb.ui.records import divergence_record

@@ -9,14 +9,8 @@ from typing import Any
 import pytest
 
 from kode_nb import ToolRegistry, ToolResult, define_tool
-from kode_nb.agents import (
-    Agent,
-    AgentDefinition,
-    StepEditError,
-    Stepper,
-    StepPoint,
-    register_subagent,
-)
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
+from kode_nb.debug import StepEditError, Stepper, StepPoint
 from kode_nb.errors import ConfigurationError
 from kode_nb.models import ScriptedModel, ToolResultMessage, UserMessage
 from kode_nb.models.scripted import call
