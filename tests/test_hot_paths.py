@@ -30,7 +30,7 @@ from kode_nb import (
     define_tool,
 )
 from kode_nb._threads import DaemonThreadPool
-from kode_nb.events._events import CallStarted
+from kode_nb.events import CallStarted
 from kode_nb.execution._plans import Limit
 from kode_nb.execution._running import Deadlines
 from kode_nb.types import _json_text

@@ -20,7 +20,7 @@ from kode_nb.ui.trace_html import usage_total
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
-    from kode_nb.agents.result import AgentRunResult
+    from kode_nb.agents._result import AgentRunResult
 
 __all__ = ["StaticRunView", "answer_html", "markdown_html", "run_summary"]
 

@@ -35,7 +35,7 @@ from kode_nb.agents import (
 )
 from kode_nb.models import Message, ModelRequest, ScriptedModel, ToolResultMessage, UserMessage
 from kode_nb.models.scripted import call
-from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.policy import ApprovalRequest
 from kode_nb.tools._raw_schema import input_config_schema
 
 pytestmark = pytest.mark.anyio
