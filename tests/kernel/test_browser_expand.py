@@ -13,6 +13,7 @@ the extension built into the dev venv (``bash scripts/dev.sh install``). Saves
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,8 @@ def test_expand_into_cells_and_fork_from_here(lab: tuple[str, Path]) -> None:
         adds = [i for i, c in enumerate(new) if c["role"] == "tool_call" and "'add'" in c["source"]
                 and not c["source"].splitlines()[-1].startswith("#")]  # fmt: skip
         shown = [wait_output(page, first_new + i, "ok add").strip() for i in adds]
-        assert [s.rsplit("ms", 1)[-1] for s in shown] == ["42", "43"]  # as recorded
+        # "[5]:ok add 20 µs42": the status line, its duration, then the result as recorded
+        assert [re.split(r"\d (?:µs|ms|s)", s)[-1] for s in shown] == ["42", "43"]
         page.screenshot(path=str(ARTIFACTS / "expand_replayed.png"), full_page=True)
 
         # Fork from here: on the first turn of the run
