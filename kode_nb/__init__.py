@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "ToolTimeoutError": "kode_nb.errors",
     "ToolValidationError": "kode_nb.errors",
     "approve": "kode_nb.policy",
+    "capture": "kode_nb.interop",
     "compare": "kode_nb.many.compare",
     "default_registry": "kode_nb.tools",
     "define_tool": "kode_nb.tools",
@@ -113,6 +114,7 @@ __all__ = [
     "ToolTimeoutError",
     "ToolValidationError",
     "approve",
+    "capture",
     "compare",
     "default_registry",
     "define_tool",
@@ -213,6 +215,9 @@ if TYPE_CHECKING:
     )
     from kode_nb.execution import (
         ToolCall as ToolCall,
+    )
+    from kode_nb.interop import (
+        capture as capture,
     )
     from kode_nb.magics import (
         settle as settle,

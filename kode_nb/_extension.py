@@ -54,6 +54,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
     magics = KodeMagics(shell=ipython)
     ipython.register_magics(magics)
+    from kode_nb.interop._host import set_host
+
+    set_host(lambda: magics.session)  # other frameworks' tool calls run in this session
     formatters = ipython.display_formatter.formatters
     installed: list[tuple[str, str, str, Any, Any]] = []
     for module, name, key in _formatted_types():
@@ -81,8 +84,10 @@ def unload_ipython_extension(ipython: Any) -> None:
     magics = manager.registry.pop(_MAGICS, None)
     if magics is None:
         return
+    from kode_nb.interop._host import set_host
     from kode_nb.magics.notebook_comm import unregister
 
+    set_host(None)
     unregister(magics)
     magics.close_session()
     from kode_nb.magics.awaiting import wait_cells
