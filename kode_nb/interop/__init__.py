@@ -36,6 +36,7 @@ __all__ = [
     "Capture",
     "FrameworkRun",
     "KodeTools",
+    "ScriptedAgentsModel",
     "answer_deferred",
     "answer_interruptions",
     "capture",
@@ -60,6 +61,7 @@ _EXPORTS = {
     "openai_agents_tools": "kode_nb.interop._openai_agents",
     "answer_interruptions": "kode_nb.interop._openai_agents",
     "run_with_approvals": "kode_nb.interop._openai_agents",
+    "ScriptedAgentsModel": "kode_nb.interop._openai_agents",
     "langchain_tools": "kode_nb.interop._langchain",
     "export_otlp": "kode_nb.interop._otlp",
 }
@@ -99,6 +101,7 @@ if TYPE_CHECKING:
     from kode_nb.interop._capture import Capture as Capture
     from kode_nb.interop._capture import capture as capture
     from kode_nb.interop._langchain import langchain_tools as langchain_tools
+    from kode_nb.interop._openai_agents import ScriptedAgentsModel as ScriptedAgentsModel
     from kode_nb.interop._openai_agents import answer_interruptions as answer_interruptions
     from kode_nb.interop._openai_agents import openai_agents_tools as openai_agents_tools
     from kode_nb.interop._openai_agents import run_with_approvals as run_with_approvals

@@ -143,7 +143,7 @@ class Capture:
                 if found is None:
                     continue
                 _, _, result, events = self._calls.pop(found)
-                a["call_id"] = result.call_id
+                a["call_id"] = a.get("call_id") or result.call_id
                 a["result"] = {
                     "status": result.status, "is_error": result.is_error, "text": result.text,
                     "error_type": result.error_type, "duration": result.duration, "details": None,

@@ -22,7 +22,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from agents import FunctionTool, RunContextWrapper, Runner
+from agents import FunctionTool, Model, ModelResponse, RunContextWrapper, Runner, Usage
+from agents import Tool as SdkTool
 
 from kode_nb.errors import ConfigurationError
 from kode_nb.interop._bridge import KodeTools, outcome
@@ -33,7 +34,13 @@ if TYPE_CHECKING:
 
     from kode_nb.execution._executor import Executor
 
-__all__ = ["answer_interruptions", "openai_agents_tools", "run_with_approvals"]
+__all__ = [
+    "ScriptedAgentsModel",
+    "answer_interruptions",
+    "openai_agents_tools",
+    "run_with_approvals",
+    "start_recording",
+]
 
 FRAMEWORK = "openai-agents"
 
@@ -66,7 +73,7 @@ def openai_agents_tools(
     *,
     executor: Executor | None = None,
     approval: Literal["kode_nb", "sdk"] = "kode_nb",
-) -> list[FunctionTool]:
+) -> list[SdkTool]:
     """Registered kode_nb tools (an allowlist: names, ``group:``, ``kind:``, ``profile:``...)
     as OpenAI Agents SDK function tools: ``Agent(name=..., tools=openai_agents_tools([...]))``.
     See :mod:`kode_nb.interop` for ``executor`` and the module docstring for ``approval``."""
@@ -287,8 +294,17 @@ class _Processor:
             return
         tools: dict[str, list[str]] = {}
         nodes = [_node(s, i, tools) for i, s in enumerate(spans)]
-        roots = sorted((n for n in nodes if n.kind == "run" and n.parent is None),
-                       key=lambda n: (n.start, n.order))  # fmt: skip
+        by_id = {n.id: n for n in nodes}
+
+        def top_level(n: Node) -> bool:  # no run above it (SDK task/turn spans do not count)
+            parent = by_id.get(n.parent) if n.parent else None
+            while parent is not None and parent.kind == "other":
+                parent = by_id.get(parent.parent) if parent.parent else None
+            return parent is None
+
+        roots = sorted(
+            (n for n in nodes if n.kind == "run" and top_level(n)), key=lambda n: (n.start, n.order)
+        )
         for before, after in itertools.pairwise(roots):  # a handoff: the next agent nests
             after.parent = before.id
         cap.add(nodes, framework=FRAMEWORK)
@@ -320,3 +336,80 @@ def start_recording(capture: Any) -> None:
         _PROCESSOR = _Processor()
         add_trace_processor(_PROCESSOR)  # type: ignore[arg-type]
     return None
+
+
+# --------------------------------------------------------------------------- an offline model
+
+
+class ScriptedAgentsModel(Model):
+    """An OpenAI Agents SDK ``Model`` that plays a script, offline: each item is the answer to
+    one model request — a string (the final text) or a ``(tool_name, arguments)`` pair, or a
+    list of such pairs (parallel tool calls). Like the SDK's own models it records a
+    ``generation`` span with the exact input it was handed, so :func:`kode_nb.capture` shows
+    what the model saw. For teaching and tests; ``requests`` keeps every input received."""
+
+    def __init__(self, script: Sequence[Any], *, name: str = "scripted") -> None:
+        self.script = list(script)
+        self.name = name
+        self.requests: list[Any] = []
+
+    async def get_response(
+        self, system_instructions: str | None, input: Any, model_settings: Any, tools: Any,
+        output_schema: Any, handoffs: Any, tracing: Any, *, previous_response_id: Any = None,
+        conversation_id: Any = None, prompt: Any = None,
+    ) -> ModelResponse:  # fmt: skip
+        from agents.tracing import generation_span
+        from openai.types.responses import (
+            ResponseFunctionToolCall,
+            ResponseOutputMessage,
+            ResponseOutputText,
+        )
+
+        self.requests.append(input)
+        if not self.script:
+            raise RuntimeError(
+                f"ScriptedAgentsModel {self.name!r}: the script has no answer for request "
+                f"{len(self.requests)}"
+            )
+        answer = self.script.pop(0)
+        sent = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        if system_instructions:
+            sent = [{"role": "system", "content": system_instructions}, *sent]
+        items: list[Any] = []
+        if isinstance(answer, str):
+            items.append(ResponseOutputMessage(
+                id=f"msg_{len(self.requests)}", type="message", role="assistant",
+                status="completed",
+                content=[ResponseOutputText(type="output_text", text=answer, annotations=[])],
+            ))  # fmt: skip
+        else:
+            calls = [answer] if isinstance(answer, tuple) else list(answer)
+            for i, (tool, args) in enumerate(calls):
+                items.append(ResponseFunctionToolCall(
+                    type="function_call", call_id=f"call_{len(self.requests)}_{i}", name=tool,
+                    arguments=json.dumps(args),
+                ))  # fmt: skip
+        tin = sum(len(json.dumps(m, default=str)) for m in _dump(sent)) // 4
+        tout = sum(len(json.dumps(_dump(i), default=str)) for i in items) // 4
+        with generation_span(
+            model=self.name, input=_dump(sent), disabled=tracing.is_disabled()
+        ) as span:
+            span.span_data.output = [_chat_item(i) for i in items]
+            span.span_data.usage = {"input_tokens": tin, "output_tokens": tout}
+        usage = Usage(requests=1, input_tokens=tin, output_tokens=tout, total_tokens=tin + tout)
+        return ModelResponse(output=items, usage=usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("ScriptedAgentsModel does not stream: use Runner.run")
+
+
+def _chat_item(item: Any) -> dict[str, Any]:
+    """A Responses output item as a chat-completions message (the generation span's form)."""
+    data = _dump(item)
+    if data.get("type") == "function_call":
+        return {"role": "assistant", "tool_calls": [{
+            "id": data.get("call_id"), "type": "function",
+            "function": {"name": data.get("name"), "arguments": data.get("arguments")},
+        }]}  # fmt: skip
+    text = "".join(str(p.get("text", "")) for p in data.get("content") or [])
+    return {"role": "assistant", "content": text}
