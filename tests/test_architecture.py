@@ -38,6 +38,8 @@ ALLOWED: dict[str, set[str]] = {
     # _redact: a served endpoint's bearer token is registered as a secret (mcp/server.py)
     "mcp": {"execution", "tools", "policy", "events", "types", "errors", "_redact", "_threads"},
     "builtins": {"tools", "types", "errors", "_paths", "_threads"},
+    # other agent frameworks: the core, traces and costs from agents; never the notebook layer
+    "interop": {"agents", "execution", "tools", "policy", "events", "types", "errors", "_redact"},
 }
 CORE = set(ALLOWED)
 
