@@ -127,7 +127,6 @@ def test_a_pydantic_ai_run_waits_for_the_approve_click_and_saves_its_trace(kerne
 
 
 def test_a_denial_and_a_validation_error_reach_the_pydantic_ai_model(kernel: Kernel) -> None:
-    start = len(kernel.log)
     kernel.ok(
         "model, seen = scripted(('write_note', {'path': 'no.txt'}),"
         " ('write_note', {'path': 'no.txt', 'text': 'x'}), 'ok')\n"
