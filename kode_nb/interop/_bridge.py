@@ -27,13 +27,19 @@ if TYPE_CHECKING:
     from kode_nb.tools._model import Tool
     from kode_nb.types import ToolResult
 
-__all__ = ["CURRENT_RUN", "KodeTools", "Outcome", "outcome"]
+__all__ = ["APPROVER", "CURRENT_RUN", "KodeTools", "Outcome", "outcome"]
 
 CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "kode_nb_interop_run", default=None
 )
 """The id of the framework run (:func:`kode_nb.interop.start`) the current task belongs to;
 tool calls carry it as their ``run_id``."""
+
+APPROVER: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "kode_nb_interop_approver", default=None
+)
+"""An approver for the kode_nb tool calls of the current context (``run_many``'s inbox for a
+framework agent's rows); ``None``: the executor's."""
 
 OutcomeKind = Literal["ok", "retry", "error"]
 
@@ -143,7 +149,7 @@ class KodeTools:
         cid = call_id or f"{self._prefix}{next(self._ids)}"
         run_id = CURRENT_RUN.get()
         host = current_host() if self._executor is None else None
-        approver = _Preapproved(approved_by) if approved_by else None
+        approver = _Preapproved(approved_by) if approved_by else APPROVER.get()
         from kode_nb.interop._capture import ACTIVE
 
         cap = ACTIVE.get()

@@ -21,7 +21,7 @@ from typing import Any
 
 from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError
-from kode_nb.interop._bridge import CURRENT_RUN
+from kode_nb.interop._bridge import APPROVER, CURRENT_RUN
 from kode_nb.interop._capture import Capture
 
 __all__ = ["FrameworkRun", "framework_of", "row_runner", "start"]
@@ -255,12 +255,14 @@ def _prompt_of(
 
 def row_runner(
     agent: Any, *, prompt: str | Callable[[Mapping[str, Any]], str] | None = None
-) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]]:
+) -> Callable[..., Awaitable[dict[str, Any]]]:
     """An async function of one row that runs a pydantic-ai agent, an OpenAI Agents SDK agent
     or a LangChain runnable (a chat model, an agent graph) on the row's prompt, captured:
     it returns ``{"output": ..., "trace": <kode_nb trace JSON>}``. ``prompt`` is a template
     over the row (``"Answer: {question}"``) or a function of it (default: the ``prompt``
-    column, or the only column)."""
+    column, or the only column). ``kode_nb.run_many(agent, rows)`` uses it for such agents;
+    its ``approver=`` answers the approvals of the kode_nb tools the agent calls (run_many's
+    inbox)."""
     fw = framework_of(agent)
     if fw is None:
         raise ConfigurationError(
@@ -268,25 +270,40 @@ def row_runner(
             f"runnable, got {type(agent).__name__}"
         )
 
-    async def run_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    async def run_row(row: Mapping[str, Any], approver: Any = None) -> dict[str, Any]:
         text = _prompt_of(row, prompt)
-        with Capture([fw]) as cap:
-            if fw == "pydantic-ai":
-                output = (await agent.run(text)).output
-            elif fw == "openai-agents":
-                from agents import Runner
-
-                output = (await Runner.run(agent, text)).final_output
-            else:
-                reply = await agent.ainvoke(
-                    {"messages": [("user", text)]}
-                    if hasattr(agent, "get_graph") and not hasattr(agent, "bind_tools")
-                    else text
-                )
-                output = getattr(reply, "content", reply)
-                if isinstance(reply, Mapping) and reply.get("messages"):
-                    output = getattr(reply["messages"][-1], "content", reply["messages"][-1])
+        token = APPROVER.set(approver) if approver is not None else None
+        try:
+            with Capture([fw]) as cap:
+                output = await _run_framework(fw, agent, text)
+        finally:
+            if token is not None:
+                APPROVER.reset(token)
         return {"output": output, "trace": cap.traces[-1].to_dict() if cap.traces else None}
 
+    name = str(getattr(agent, "name", None) or type(agent).__name__)
     run_row.__name__ = f"run_{fw.replace('-', '_')}_row"
+    run_row.kode_nb_row_runner = True  # type: ignore[attr-defined]
+    run_row.kode_nb_name = name  # type: ignore[attr-defined]
+    run_row.kode_nb_identity = f"{fw}:{name}:{_model_name(agent)}:{prompt!r}"  # type: ignore[attr-defined]
     return run_row
+
+
+def _model_name(agent: Any) -> str:
+    model = getattr(agent, "model", None)
+    return str(getattr(model, "model_name", None) or getattr(model, "name", None) or model)
+
+
+async def _run_framework(fw: str, agent: Any, text: str) -> Any:
+    if fw == "pydantic-ai":
+        return (await agent.run(text)).output
+    if fw == "openai-agents":
+        from agents import Runner
+
+        return (await Runner.run(agent, text)).final_output
+    graph = hasattr(agent, "get_graph") and not hasattr(agent, "bind_tools")
+    reply = await agent.ainvoke({"messages": [("user", text)]} if graph else text)
+    if isinstance(reply, Mapping) and reply.get("messages"):
+        last = reply["messages"][-1]
+        return getattr(last, "content", last)
+    return getattr(reply, "content", reply)
