@@ -19,6 +19,8 @@ LangChain/LangGraph.
 * **Traces** — :func:`capture` (also ``kode_nb.capture``) records the frameworks' runs as
   kode_nb traces through their own instrumentation; :func:`export_otlp` sends any kode_nb trace
   to an OpenTelemetry collector over OTLP/HTTP.
+* **Replay and fork** — :func:`replay_model` swaps a recorded model into a captured
+  pydantic-ai or OpenAI Agents SDK run (a fork: ``until=N, then=model``); not LangChain.
 * **Many runs** — :func:`row_runner` turns a framework agent into the async function of a row
   that ``kode_nb.run_many`` runs.
 
@@ -44,6 +46,8 @@ __all__ = [
     "langchain_tools",
     "openai_agents_tools",
     "pydantic_ai_toolset",
+    "recorded_answers",
+    "replay_model",
     "row_runner",
     "run_with_approvals",
     "start",
@@ -64,6 +68,8 @@ _EXPORTS = {
     "ScriptedAgentsModel": "kode_nb.interop._openai_agents",
     "langchain_tools": "kode_nb.interop._langchain",
     "export_otlp": "kode_nb.interop._otlp",
+    "replay_model": "kode_nb.interop._replay",
+    "recorded_answers": "kode_nb.interop._replay",
 }
 
 _NEEDS = {
@@ -108,6 +114,8 @@ if TYPE_CHECKING:
     from kode_nb.interop._otlp import export_otlp as export_otlp
     from kode_nb.interop._pydantic_ai import answer_deferred as answer_deferred
     from kode_nb.interop._pydantic_ai import pydantic_ai_toolset as pydantic_ai_toolset
+    from kode_nb.interop._replay import recorded_answers as recorded_answers
+    from kode_nb.interop._replay import replay_model as replay_model
     from kode_nb.interop._run import FrameworkRun as FrameworkRun
     from kode_nb.interop._run import row_runner as row_runner
     from kode_nb.interop._run import start as start

@@ -413,3 +413,23 @@ def _chat_item(item: Any) -> dict[str, Any]:
         }]}  # fmt: skip
     text = "".join(str(p.get("text", "")) for p in data.get("content") or [])
     return {"role": "assistant", "content": text}
+
+
+class ReplayingAgentsModel(ScriptedAgentsModel):
+    """An SDK ``Model`` answering with recorded responses in order, then asking ``then``."""
+
+    def __init__(self, answers: list[dict[str, Any]], then: Any = None) -> None:
+        script: list[Any] = []
+        for a in answers:
+            calls = [
+                (str(c.get("name")), c.get("arguments") or {}) for c in a.get("tool_calls") or []
+            ]
+            script.append(calls if calls else str(a.get("text") or ""))
+        super().__init__(script, name="replay")
+        self.then = then
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        if not self.script and self.then is not None:
+            response: ModelResponse = await self.then.get_response(*args, **kwargs)
+            return response
+        return await super().get_response(*args, **kwargs)

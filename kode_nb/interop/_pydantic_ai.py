@@ -264,3 +264,40 @@ def start_recording(capture: Any) -> Callable[[], None]:
 
 
 _LOCK = threading.Lock()
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def replaying_model(answers: list[dict[str, Any]], then: Any = None) -> Any:
+    """A ``FunctionModel`` answering with ``answers`` in order, then asking ``then``."""
+    import json
+
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    given = 0
+
+    async def answer(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        nonlocal given
+        given += 1
+        if given > len(answers):
+            if then is None:
+                raise ConfigurationError(
+                    f"replay: the run asked its model {given} times; {len(answers)} were recorded"
+                )
+            response: ModelResponse = await then.request(
+                messages, info.model_settings, info.model_request_parameters
+            )
+            return response
+        recorded = answers[given - 1]
+        parts: list[Any] = [TextPart(str(recorded["text"]))] if recorded.get("text") else []
+        for call in recorded.get("tool_calls") or []:
+            args = call.get("arguments")
+            parts.append(ToolCallPart(
+                str(call.get("name")), args if isinstance(args, (dict, str)) else json.dumps(args),
+                tool_call_id=str(call.get("id") or f"replay_{given}_{len(parts)}"),
+            ))  # fmt: skip
+        return ModelResponse(parts=parts or [TextPart("")])
+
+    return FunctionModel(answer, model_name=f"replay:{len(answers)}")
