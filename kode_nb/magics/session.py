@@ -79,15 +79,28 @@ class NotebookApprover:
         return f"NotebookApprover(style={self.session.style!r})"
 
 
-class _Pending:
-    """A framework run's line while it runs (replaced by its run record when it ends)."""
+class _RunDisplay:
+    """A framework run's output: one status line while it runs, its run record once done."""
 
     def __init__(self, run: Any) -> None:
         self.run = run
+        self.final = False
+        self.display_handle: Any = None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        text = f"{self.run.name}: {self.run.status}"
-        return {"text/plain": text, "text/html": f"<div>{_esc(text)}</div>"}
+        run = self.run
+        if not run.done():
+            text = f"{run.name}: {run.status}"
+            return {"text/plain": text, "text/html": f"<div>{_esc(text)}</div>"}
+        from kode_nb.ui.records import framework_run_record
+
+        error = f"{type(run.exception).__name__}: {run.exception}" if run.exception else None
+        output = run._result if run.exception is None else None
+        output = getattr(output, "output", getattr(output, "final_output", output))
+        record = framework_run_record(
+            name=run.name, status=run.status, trace=run.trace, output=output, error=error
+        )
+        return record.bundle()
 
 
 def _esc(text: str) -> str:
@@ -292,27 +305,23 @@ class KodeSession:
         return None
 
     def show_run(self, run: Any) -> None:
-        """Display a framework run: its status now, its run record (trace viewer) once done."""
+        """Display a framework run: its status now, its run record (trace viewer) once done;
+        :meth:`settle` sends the final record again, as for the session's own views."""
         from IPython.display import display, update_display
 
-        from kode_nb.ui.records import framework_run_record
+        view = _RunDisplay(run)
+        view.display_handle = display(view, display_id=True)
+        self.remember(view)
 
-        def record() -> Any:
-            error = None
-            if run.exception is not None:
-                error = f"{type(run.exception).__name__}: {run.exception}"
-            output = run._result if run.done() and run.exception is None else None
-            output = getattr(output, "output", getattr(output, "final_output", output))
-            return framework_run_record(
-                name=run.name, status=run.status, trace=run.trace, output=output, error=error
-            )
+        def done(_run: Any) -> None:
+            view.final = True
+            if view.display_handle is not None:
+                update_display(view, display_id=view.display_handle.display_id)
 
         if run.done():
-            display(record())
-            return
-        handle = display(_Pending(run), display_id=True)
-        if handle is not None:
-            run.on_done.append(lambda _run: update_display(record(), display_id=handle.display_id))
+            view.final = True
+        else:
+            run.on_done.append(done)
 
     def _loop(self) -> asyncio.AbstractEventLoop:
         if self._private_loop is None or self._private_loop.is_closed():
