@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from agents import FunctionTool, Model, ModelResponse, RunContextWrapper, Runner, Usage
@@ -344,12 +344,16 @@ def start_recording(capture: Any) -> None:
 class ScriptedAgentsModel(Model):
     """An OpenAI Agents SDK ``Model`` that plays a script, offline: each item is the answer to
     one model request — a string (the final text) or a ``(tool_name, arguments)`` pair, or a
-    list of such pairs (parallel tool calls). Like the SDK's own models it records a
+    list of such pairs (parallel tool calls). ``script`` may also be a function of the input
+    (the conversation so far) returning that answer: one model for any number of runs. Like the SDK's own models it records a
     ``generation`` span with the exact input it was handed, so :func:`kode_nb.capture` shows
     what the model saw. For teaching and tests; ``requests`` keeps every input received."""
 
-    def __init__(self, script: Sequence[Any], *, name: str = "scripted") -> None:
-        self.script = list(script)
+    def __init__(
+        self, script: Sequence[Any] | Callable[[Any], Any], *, name: str = "scripted"
+    ) -> None:
+        self.answer = script if callable(script) else None
+        self.script = [] if callable(script) else list(script)
         self.name = name
         self.requests: list[Any] = []
 
@@ -366,12 +370,12 @@ class ScriptedAgentsModel(Model):
         )
 
         self.requests.append(input)
-        if not self.script:
+        if self.answer is None and not self.script:
             raise RuntimeError(
                 f"ScriptedAgentsModel {self.name!r}: the script has no answer for request "
                 f"{len(self.requests)}"
             )
-        answer = self.script.pop(0)
+        answer = self.answer(input) if self.answer is not None else self.script.pop(0)
         sent = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
         if system_instructions:
             sent = [{"role": "system", "content": system_instructions}, *sent]

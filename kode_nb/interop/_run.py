@@ -173,7 +173,9 @@ def start(
     capture: bool = True,
 ) -> FrameworkRun:
     """Run ``work`` (a coroutine such as ``agent.run("...")``, or a function returning one)
-    as a task on the running loop; the :class:`FrameworkRun` comes back at once."""
+    as a task on the running loop; the :class:`FrameworkRun` comes back at once. In a notebook
+    the cell shows the run's status line, replaced by its run record (the trace viewer) when
+    it ends; its tool calls' live views and approval buttons appear below it."""
     if callable(work) and not inspect.isawaitable(work):
         work = work()
     if not inspect.isawaitable(work):
@@ -214,6 +216,9 @@ def start(
     host = current_host()
     if host is not None:
         host.add_run(run)
+        show = getattr(host, "show_run", None)
+        if callable(show):  # its line in this cell now; its run record there when it ends
+            show(run)
     return run
 
 

@@ -90,8 +90,11 @@ class _RunDisplay:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         run = self.run
         if not run.done():
+            from kode_nb.ui.records import LIVE_MIME, live_marker
+
             text = f"{run.name}: {run.status}"
-            return {"text/plain": text, "text/html": f"<div>{_esc(text)}</div>"}
+            return {"text/plain": text, "text/html": f"<div>{_esc(text)}</div>",
+                    LIVE_MIME: live_marker("run")}  # fmt: skip
         from kode_nb.ui.records import framework_run_record
 
         error = f"{type(run.exception).__name__}: {run.exception}" if run.exception else None

@@ -63,7 +63,9 @@ async def test_an_openai_agents_run_replays(registry: ToolRegistry, notes: dict[
 async def test_kode_nb_replay_refuses_a_captured_trace_and_says_why() -> None:
     with capture(["openai-agents"]) as cap:
         await Runner.run(SdkAgent(name="x", model=ScriptedAgentsModel(["hi"])), "hello")
-    with pytest.raises(ConfigurationError, match=r"captured from a openai-agents run.*replay_model"):
+    with pytest.raises(
+        ConfigurationError, match=r"captured from a openai-agents run.*replay_model"
+    ):
         await kode_nb.replay(cap.last)
     with pytest.raises(ConfigurationError, match="until"):
         replay_model(cap.last, until=5, then=object())
