@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -188,7 +189,8 @@ async def measure(
 async def main_async(repeats: int) -> list[str]:
     executor = Executor(_registry(), max_concurrency=None)
     lines = [
-        f"kode_nb in other frameworks — Python {sys.version.split()[0]}, {CALLS} tool calls per run",
+        f"kode_nb in other frameworks — Python {sys.version.split()[0]}, {CALLS} tool calls per run, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
         f"{'framework':<14}{'plain ms':>10}{'kode_nb ms':>12}{'captured ms':>13}"
         f"{'per call ms':>13}{'kode/plain':>12}{'capture on/off':>16}",
     ]
