@@ -24,9 +24,10 @@ LangChain/LangGraph.
 * **Many runs** — :func:`row_runner` turns a framework agent into the async function of a row
   that ``kode_nb.run_many`` runs.
 
-Nothing of a framework is imported until its function is called. May import: the core,
-:mod:`kode_nb.agents` (traces, costs), ``_redact``; never the notebook layer (it registers a
-host in :mod:`kode_nb.interop._host`).
+Nothing of a framework is imported until its function is called. The notebook layer registers
+itself as the host of the calls (:mod:`kode_nb.interop._host`); nothing here imports Jupyter.
+May import: ``agents``, ``traces``, ``execution``, ``models``, ``policy``, ``tools``, ``events``,
+``types``, ``errors``, ``_redact``.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ class KodeTools:
         executor: Executor | None = None,
         where: str = "kode_nb.interop",
     ) -> None:
-        from kode_nb.agents.toolset import resolve_tools
+        from kode_nb.agents._toolset import resolve_tools
         from kode_nb.execution._executor import Executor
         from kode_nb.interop._host import current_host
 

@@ -35,9 +35,9 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError
 from kode_nb.interop._recording import Node, build_traces
+from kode_nb.traces import Trace
 
 __all__ = ["ACTIVE", "FRAMEWORKS", "Capture", "capture"]
 

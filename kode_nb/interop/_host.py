@@ -1,7 +1,7 @@
 """Where framework tool calls run by default: the notebook's session when kode_nb is loaded.
 
 The interop core never imports the notebook layer. ``%load_ext kode_nb`` registers a
-:class:`Host` provider here (:func:`set_host`); without one (plain Python, tests, a script) the
+:class:`Host` provider here (:func:`set_host`, from :class:`~kode_nb.magics.KodeMagics`); without one (plain Python, tests, a script) the
 calls run on a fresh :class:`~kode_nb.Executor` with no approver, so calls that must ask are
 denied with a message saying so.
 """
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from kode_nb.execution._executor import Executor
     from kode_nb.types import ToolResult
 
-__all__ = ["Host", "current_host", "set_host"]
+__all__ = ["Host", "current_host", "release_host", "set_host"]
 
 
 class Host(Protocol):
@@ -44,6 +44,13 @@ def set_host(provider: Callable[[], Host | None] | None) -> None:
     """Register (or with ``None`` remove) the function that returns the current host."""
     global _provider
     _provider = provider
+
+
+def release_host(provider: Callable[[], Host | None]) -> None:
+    """Remove ``provider`` if it is the registered one (an unloaded extension's)."""
+    global _provider
+    if _provider == provider:
+        _provider = None
 
 
 def current_host() -> Host | None:

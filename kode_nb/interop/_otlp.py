@@ -2,7 +2,7 @@
 
 :func:`export_otlp` takes any kode_nb trace — of a kode_nb run, or captured from a framework
 (:func:`kode_nb.capture`), or loaded from a saved record — and sends its spans in the GenAI
-semantic conventions (:meth:`kode_nb.agents.trace.Trace.to_otel`: ``invoke_agent``, ``chat``,
+semantic conventions (:meth:`kode_nb.traces.Trace.to_otel`: ``invoke_agent``, ``chat``,
 ``execute_tool`` spans) with ``opentelemetry-exporter-otlp-proto-http``. Every value is
 redacted again on the way out (a trace loaded from JSON is taken as it is), so a secret never
 leaves. The span and trace ids are the trace's own: sending a trace twice sends the same spans.
@@ -22,8 +22,8 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from kode_nb._redact import redact
-from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError, KodeError
+from kode_nb.traces import Trace
 
 __all__ = ["OtlpExportError", "export_otlp", "readable_spans"]
 
@@ -100,7 +100,7 @@ def export_otlp(
     service_name: str = "kode_nb",
     timeout: float = 10.0,
 ) -> int:
-    """Send ``traces`` (one :class:`~kode_nb.agents.trace.Trace` or several) to the collector at
+    """Send ``traces`` (one :class:`~kode_nb.traces.Trace` or several) to the collector at
     ``endpoint`` (its ``/v1/traces`` URL); returns how many spans were sent. ``headers`` (an
     API key...) go only to the collector. Raises :class:`OtlpExportError` when the collector
     does not accept them."""

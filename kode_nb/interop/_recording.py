@@ -3,7 +3,7 @@
 Each framework's recorder (pydantic-ai's OpenTelemetry spans, the OpenAI Agents SDK's tracing
 processor, LangChain's callbacks) turns what it sees into framework-neutral :class:`Node`\\ s —
 an agent run, a model call, a tool call, or something else (a chain, a guardrail) — with a
-parent. :func:`build_traces` makes one :class:`~kode_nb.agents.trace.Trace` per top-level run,
+parent. :func:`build_traces` makes one :class:`~kode_nb.traces.Trace` per top-level run,
 shaped exactly like a kode_nb run's::
 
     run <agent>                     (framework, model, prompt, output, usage, cost)
@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kode_nb.agents._cost import cost_of, estimate_tokens, rollup
-from kode_nb.agents.trace import Span, Trace, new_span_id, new_trace_id
+from kode_nb.models._cost import cost_of, estimate_tokens, rollup
+from kode_nb.traces import Span, Trace
+from kode_nb.traces._trace import new_span_id, new_trace_id
 
 __all__ = ["Node", "build_traces", "message", "neutral_request"]
 
@@ -33,7 +34,7 @@ NodeKind = Literal["run", "model_call", "tool_call", "other"]
 
 @dataclass(kw_only=True, eq=False)
 class Node:
-    """One span of a framework, in kode_nb's terms (attributes as in :mod:`kode_nb.agents.trace`)."""
+    """One span of a framework, in kode_nb's terms (attributes as in :mod:`kode_nb.traces`)."""
 
     id: str
     parent: str | None

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError
+from kode_nb.traces import Trace
 
 __all__ = ["recorded_answers", "replay_model"]
 

@@ -19,10 +19,10 @@ import types
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError
 from kode_nb.interop._bridge import APPROVER, CURRENT_RUN
 from kode_nb.interop._capture import Capture
+from kode_nb.traces import Trace
 
 __all__ = ["FrameworkRun", "framework_of", "row_runner", "start"]
 
@@ -139,16 +139,6 @@ class FrameworkRun:
         for fn in self.on_done:
             with contextlib.suppress(Exception):
                 fn(self)
-
-    def _ipython_display_(self) -> None:
-        from kode_nb.interop._host import current_host
-
-        host = current_host()
-        show = getattr(host, "show_run", None)
-        if callable(show):
-            show(self)
-        else:
-            print(repr(self))
 
     def __repr__(self) -> str:
         return f"<FrameworkRun {self.name} run={self.run_id} {self.status}>"

@@ -88,28 +88,9 @@ class _RunDisplay:
         self.display_handle: Any = None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        run = self.run
-        if not run.done():
-            from kode_nb.ui.records import LIVE_MIME, live_marker
+        from kode_nb.ui.records import framework_run_bundle
 
-            text = f"{run.name}: {run.status}"
-            return {"text/plain": text, "text/html": f"<div>{_esc(text)}</div>",
-                    LIVE_MIME: live_marker("run")}  # fmt: skip
-        from kode_nb.ui.records import framework_run_record
-
-        error = f"{type(run.exception).__name__}: {run.exception}" if run.exception else None
-        output = run._result if run.exception is None else None
-        output = getattr(output, "output", getattr(output, "final_output", output))
-        record = framework_run_record(
-            name=run.name, status=run.status, trace=run.trace, output=output, error=error
-        )
-        return record.bundle()
-
-
-def _esc(text: str) -> str:
-    import html
-
-    return html.escape(text)
+        return framework_run_bundle(self.run)
 
 
 def _is_terminal(shell: Any) -> bool:

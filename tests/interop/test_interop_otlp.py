@@ -25,9 +25,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import kode_nb
 from kode_nb import AutoApprove, ConfigurationError, Executor, ToolRegistry
-from kode_nb.agents.trace import Span, Trace
 from kode_nb.interop import capture, export_otlp, pydantic_ai_toolset
 from kode_nb.interop._otlp import OtlpExportError
+from kode_nb.traces import Span, Trace
 
 PHOENIX_VAR = "KODE_NB_PHOENIX_PYTHON"
 SECRET = "sk-otlp-secret-0123456789abcdef"
