@@ -203,6 +203,7 @@ def start(
 
     run.task = loop.create_task(main(), name=f"kode_nb framework run {run.name} {run_id}")
     run.task.add_done_callback(_consume)
+    run.task.add_done_callback(lambda _t: _cancelled_before_start(run, work))
     host = current_host()
     if host is not None:
         host.add_run(run)
@@ -210,6 +211,16 @@ def start(
         if callable(show):  # its line in this cell now; its run record there when it ends
             show(run)
     return run
+
+
+def _cancelled_before_start(run: FrameworkRun, work: Any) -> None:
+    """A task cancelled before its first step never ran ``main``: the run ends cancelled (and
+    its coroutine, never awaited, is closed)."""
+    if not run.done():
+        if inspect.iscoroutine(work):
+            work.close()
+        run.cancelled = True
+        run._finish(None, asyncio.CancelledError("cancelled before it started"))
 
 
 def _consume(task: asyncio.Task[Any]) -> None:

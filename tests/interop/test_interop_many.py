@@ -3,6 +3,7 @@ the kode_nb tools it calls ask run_many's approval inbox (here a policy that ans
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -73,3 +74,28 @@ async def test_an_async_function_of_a_row_is_a_target() -> None:
 def test_row_runner_refuses_what_it_cannot_run() -> None:
     with pytest.raises(ConfigurationError, match="row_runner needs"):
         row_runner(object())
+
+
+async def test_a_run_started_and_cancelled_at_once_ends_cancelled() -> None:
+    from kode_nb.interop import start
+
+    async def never() -> None:
+        await asyncio.sleep(10)
+
+    run = start(never(), name="never")
+    assert run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert (run.done(), run.status) == (True, "cancelled")
+
+
+async def test_a_started_run_returns_what_the_framework_returned() -> None:
+    from kode_nb.interop import start
+
+    async def answer() -> int:
+        return 42
+
+    run = start(answer, name="answer")
+    assert await run == 42
+    assert run.status == "completed"
+    assert run.traces == []  # nothing of a framework ran: nothing captured
