@@ -13,11 +13,16 @@ by a minimal tool loop), so every figure is framework + kode_nb work; a real mod
 * ``plain``: the framework's own tool (``@agent.tool_plain``, ``@function_tool``, LangChain
   ``@tool``) — no kode_nb;
 * ``kode_nb``: the same function registered with kode_nb and offered through
-  ``kode_nb.interop`` (validation, policy, executor, events; inline, as a plain tool runs);
+  ``kode_nb.interop`` (validation, policy, executor, events; a sync tool in a worker thread, as
+  the frameworks run theirs);
 * ``captured``: ``kode_nb`` inside ``with kode_nb.capture():`` (the framework's instrumentation
   feeding a kode_nb trace).
 
-Per tool call overhead = (kode_nb - plain) / CALLS. Method: each figure is the minimum over
+Per tool call overhead is also measured alone, where run-level figures drown in a loaded
+machine's noise: one tool call through each framework's own tool-calling entry point
+(pydantic-ai ``toolset.call_tool`` after its argument validation, the SDK's
+``FunctionTool.on_invoke_tool``, LangChain ``ainvoke``), the framework's plain tool vs kode_nb's,
+``CALL_BATCH`` calls per sample. Run-level per-call overhead = (kode_nb - plain) / CALLS. Method: each figure is the minimum over
 repeats of one whole run (median shown too), round-robin after a warm-up. Targets: kode_nb adds
 at most 1 ms per tool call, and capture at most 2x the run.
 """
@@ -40,6 +45,7 @@ from kode_nb import Executor, ToolRegistry
 
 RESULTS = Path(__file__).parent / "results" / "frameworks.txt"
 CALLS = 10
+CALL_BATCH = 300
 PER_CALL_TARGET_MS = 1.0
 CAPTURE_TARGET_RATIO = 2.0
 
@@ -47,7 +53,7 @@ CAPTURE_TARGET_RATIO = 2.0
 def _registry() -> ToolRegistry:
     reg = ToolRegistry()
 
-    @kode_nb.tool(kind="read", registry=reg, inline=True)
+    @kode_nb.tool(kind="read", registry=reg)
     def add(a: int, b: int) -> int:
         """Add two numbers.
 
@@ -168,6 +174,57 @@ def _three(
     return {"plain": plain, "kode_nb": kode, "captured": captured}
 
 
+# --------------------------------------------------------------------------- one call alone
+
+
+async def single_calls(executor: Executor) -> dict[str, dict[str, Callable[[], Awaitable[Any]]]]:
+    """framework -> {"plain": one call of its own tool, "kode_nb": one call of kode_nb's}."""
+    from agents import function_tool
+    from agents.tool_context import ToolContext
+    from langchain_core.tools import tool as lc_tool
+    from pydantic_ai import RunContext
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai.usage import RunUsage
+
+    from kode_nb.interop import langchain_tools, openai_agents_tools, pydantic_ai_toolset
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    plain_ts = FunctionToolset([add])
+    kode_ts = pydantic_ai_toolset(["add"], executor=executor)
+    plain_tool = (await plain_ts.get_tools(ctx))["add"]
+    kode_tool = (await kode_ts.get_tools(ctx))["add"]
+    args = {"a": 1, "b": 2}
+
+    async def pai(ts: Any, t: Any) -> Any:
+        return await ts.call_tool("add", t.args_validator.validate_python(args), ctx, t)
+
+    sdk_plain = function_tool(add)
+    (sdk_kode,) = openai_agents_tools(["add"], executor=executor)
+    text = '{"a": 1, "b": 2}'
+    tctx = ToolContext(context=None, tool_name="add", tool_call_id="c1", tool_arguments=text)
+    lc_plain = lc_tool(add)
+    (lc_kode,) = langchain_tools(["add"], executor=executor)
+    return {
+        "pydantic-ai": {"plain": lambda: pai(plain_ts, plain_tool), "kode_nb": lambda: pai(kode_ts, kode_tool)},
+        "openai-agents": {"plain": lambda: sdk_plain.on_invoke_tool(tctx, text),  # type: ignore[attr-defined]
+                          "kode_nb": lambda: sdk_kode.on_invoke_tool(tctx, text)},  # type: ignore[attr-defined]
+        "langchain": {"plain": lambda: lc_plain.ainvoke(args), "kode_nb": lambda: lc_kode.ainvoke(args)},
+    }  # fmt: skip
+
+
+def _batch(op: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        for _ in range(CALL_BATCH):
+            await op()
+
+    return run
+
+
 # --------------------------------------------------------------------------- measuring
 
 
@@ -207,6 +264,18 @@ async def main_async(repeats: int) -> list[str]:
         lines.append(
             f"{name:<14}{best['plain']:>10.2f}{best['kode_nb']:>12.2f}{best['captured']:>13.2f}"
             f"{per_call:>13.3f}{best['kode_nb'] / best['plain']:>12.2f}{capture:>16.2f}"
+        )
+    lines.append("")
+    lines.append(f"one tool call alone (best of batches of {CALL_BATCH}), microseconds")
+    lines.append(
+        f"{'framework':<14}{'plain us':>10}{'kode_nb us':>12}{'added us':>10}{'kode/plain':>12}"
+    )
+    for name, ops in (await single_calls(executor)).items():
+        times = await measure({k: _batch(op) for k, op in ops.items()}, max(3, repeats // 3))
+        plain, kode = (min(times[k]) / CALL_BATCH * 1e6 for k in ("plain", "kode_nb"))
+        met = met and (kode - plain) / 1000 <= PER_CALL_TARGET_MS
+        lines.append(
+            f"{name:<14}{plain:>10.1f}{kode:>12.1f}{kode - plain:>10.1f}{kode / plain:>12.2f}"
         )
     executor.close()
     lines.append(
