@@ -1,4 +1,5 @@
-"""Other frameworks' agents in a real kernel: a pydantic-ai agent and an OpenAI Agents SDK agent
+"""Other frameworks' agents in a real kernel: a pydantic-ai agent, an OpenAI Agents SDK agent and a
+LangChain chain
 call a kode_nb ``--kind edit`` tool; the Approve/Deny click arrives through the comm while the
 framework's run waits in the background; the run finishes and its saved run record holds the
 captured trace; a denial and a validation error reach the framework's model; a kernel interrupt
@@ -61,6 +62,27 @@ def scripted(*answers):
     return FunctionModel(fn), seen
 """
 
+LANGCHAIN = """
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
+from kode_nb.interop import langchain_tools
+
+def note_chain(replies):
+    model = GenericFakeChatModel(messages=iter(replies))
+    (tool,) = langchain_tools(["write_note"])
+    async def run(prompt):
+        messages = [HumanMessage(prompt)]
+        while True:
+            reply = await model.ainvoke(messages)
+            messages.append(reply)
+            if not reply.tool_calls:
+                return reply.content
+            for call in reply.tool_calls:
+                messages.append(await tool.ainvoke(call))
+    return RunnableLambda(run, name="lc_writer")
+"""
+
 OPENAI_AGENTS = """
 from agents import Agent as SdkAgent, Runner
 from kode_nb.interop import ScriptedAgentsModel, openai_agents_tools
@@ -73,6 +95,7 @@ def _setup(kernel: Kernel) -> None:
     kernel.ok(SLOW)
     kernel.ok(PYDANTIC_AI)
     kernel.ok(OPENAI_AGENTS)
+    kernel.ok(LANGCHAIN)
 
 
 def _record(kernel: Kernel, start: int, timeout: float = 20) -> dict[str, Any]:
@@ -157,6 +180,24 @@ def test_an_openai_agents_run_waits_for_the_approve_click(kernel: Kernel) -> Non
     assert kernel.value("'oa.txt' in RAN, s.result().final_output") == "True done"
     (tool,) = _spans(record["trace"]["root"], "tool_call")
     assert tool["attributes"]["result"]["text"] == "wrote oa.txt"
+
+
+def test_a_langchain_run_waits_for_the_approve_click(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok(
+        "call = {'name': 'write_note', 'args': {'path': 'lc.txt', 'text': 'hi'}, 'id': 'c1',"
+        " 'type': 'tool_call'}\n"
+        "chain = note_chain([AIMessage('', tool_calls=[call]), AIMessage('done')])\n"
+        "l = start(chain.ainvoke('write lc.txt'), name='lc_writer')"
+    )
+    _until(kernel, "l.status", "waiting for approval")
+    kernel.click(kernel.button("Approve", start))
+    record = _record(kernel, start)
+    assert (record["agent"], record["status"]) == ("lc_writer", "completed")
+    assert kernel.value("'lc.txt' in RAN, l.result()") == "True done"
+    (tool,) = _spans(record["trace"]["root"], "tool_call")
+    assert tool["attributes"]["call_id"] == "c1"
+    assert tool["attributes"]["result"]["text"] == "wrote lc.txt"
 
 
 def test_a_kernel_interrupt_cancels_the_frameworks_run(kernel: Kernel) -> None:
