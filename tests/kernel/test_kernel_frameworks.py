@@ -1,6 +1,5 @@
 """Other frameworks' agents in a real kernel: a pydantic-ai agent, an OpenAI Agents SDK agent and a
-LangChain chain
-call a kode_nb ``--kind edit`` tool; the Approve/Deny click arrives through the comm while the
+LangChain chain call a kode_nb ``--kind edit`` tool; the Approve/Deny click arrives through the comm while the
 framework's run waits in the background; the run finishes and its saved run record holds the
 captured trace; a denial and a validation error reach the framework's model; a kernel interrupt
 cancels the framework's run."""
