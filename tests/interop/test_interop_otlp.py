@@ -135,7 +135,8 @@ def test_a_kode_nb_trace_arrives_with_genai_attributes_and_no_secret(phoenix: st
     assert "[REDACTED]" in chat["gen_ai.input.messages"]
 
 
-def test_a_captured_pydantic_ai_run_arrives_whole(phoenix: str, tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_a_captured_pydantic_ai_run_arrives_whole(phoenix: str, tmp_path: Path) -> None:
     reg = ToolRegistry()
 
     @kode_nb.tool(kind="read", registry=reg)
@@ -156,7 +157,7 @@ def test_a_captured_pydantic_ai_run_arrives_whole(phoenix: str, tmp_path: Path) 
     agent = Agent(FunctionModel(fn), name="adder",
                   toolsets=[pydantic_ai_toolset(["add"], executor=Executor(reg, approver=AutoApprove()))])  # fmt: skip
     with capture(["pydantic-ai"]) as cap:
-        agent.run_sync("add 1 and 2")
+        await agent.run("add 1 and 2")
     trace = cap.last
     sent = export_otlp(trace, endpoint=f"{phoenix}/v1/traces", service_name="notebook")
     names = sorted(s["name"] for s in _spans(phoenix, trace.trace_id, sent))
