@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from kode_nb.events import JsonlAuditLog as JsonlAuditLog
     from kode_nb.execution import Executor as Executor
     from kode_nb.execution import ToolCall as ToolCall
+    from kode_nb.interop import capture as capture
     from kode_nb.magics import settle as settle
     from kode_nb.many import Inbox as Inbox
     from kode_nb.many import ManyRun as ManyRun

@@ -22,6 +22,8 @@ import pytest
 
 RECORD_PREFIX = "application/vnd.kode-nb."
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+LIVE_MIME = "application/vnd.kode-nb.live+json"
+"""The marker of a live kode_nb output that is not a widget (a framework run's status line)."""
 RECORD_MIMES = tuple(
     f"{RECORD_PREFIX}{kind}+json"
     for kind in ("call", "run", "trace", "card", "table", "divergence")
@@ -43,7 +45,8 @@ def _pair_views(test: list[Any], ref: list[Any]) -> tuple[list[Any], list[Any]]:
 
     test, ref = list(test), list(ref)
     for i in range(min(len(test), len(ref))):
-        if WIDGET_MIME in _data(test[i]) and _is_record(ref[i]):
+        live = WIDGET_MIME in _data(test[i]) or LIVE_MIME in _data(test[i])
+        if live and _is_record(ref[i]):
             placeholder = NotebookNode(
                 output_type="display_data", metadata={}, data={"text/plain": "<kode_nb view>"}
             )

@@ -22,6 +22,7 @@ VENV="$ROOT/.venv"
 BENCH_VENV="$ROOT/.venv-bench"
 IPYKERNEL6_VENV="$ROOT/.venv-ipykernel6"
 IPYKERNEL6_KERNEL=kode-ipykernel6
+PHOENIX_VENV="$ROOT/.venv-phoenix"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 # the browser is Debian's chromium, never a download
 export JUPYTER_PLATFORM_DIRS=1 # silences jupyter_core's platformdirs DeprecationWarning
@@ -126,6 +127,13 @@ ensure_ipykernel6() {
     export KODE_NB_EXTRA_KERNELS="$IPYKERNEL6_KERNEL"
 }
 
+# ensure_phoenix: a real OpenTelemetry collector for the OTLP export tests (Arize Phoenix, about
+# 850 MB, so in a venv of its own), named in KODE_NB_PHOENIX_PYTHON (tests/interop/test_interop_otlp.py).
+ensure_phoenix() {
+    ensure_venv "$PHOENIX_VENV" "" "arize-phoenix>=20.26" || return 1
+    export KODE_NB_PHOENIX_PYTHON="$PHOENIX_VENV/bin/python"
+}
+
 # register_kernel NAME DISPLAY_NAME PYTHON: a kernelspec NAME in $JUPYTER_DATA_DIR/kernels whose
 # kernel is PYTHON's ipykernel.
 register_kernel() {
@@ -216,6 +224,7 @@ cmd_test() {
     export PATH="$VENV/bin:$PATH"
     # The kernel tests run on ipykernel 6 too (tests/kernel/conftest.py reads KODE_NB_EXTRA_KERNELS).
     step ipykernel6 ensure_ipykernel6
+    step phoenix ensure_phoenix  # the OTLP export tests' collector
 
     step ruff "$VENV/bin/ruff" check
     step format "$VENV/bin/ruff" format --check

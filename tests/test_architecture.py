@@ -80,7 +80,21 @@ ALLOWED: dict[str, set[str]] = {
         "_version",
     },
     "builtins": {"tools", "types", "errors", "_paths", "_threads"},
+    # other agent frameworks: kode_nb's tools, approvals and traces in them; never Jupyter
+    "interop": {
+        "agents",
+        "traces",
+        "execution",
+        "models",
+        "policy",
+        "tools",
+        "events",
+        "types",
+        "errors",
+        "_redact",
+    },
     "many": {
+        "interop",
         "agents",
         "traces",
         "execution",

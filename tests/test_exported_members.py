@@ -37,9 +37,9 @@ CORE_MODULES = [
 
 # The other public subpackages: their own ``__init__`` is their API; nothing of theirs is in
 # kode_nb.__all__ except the agent classes (SUBPACKAGE_EXPORTERS below).
-OTHER_PACKAGES = ["kode_nb.agents", "kode_nb.builtins", "kode_nb.debug", "kode_nb.magics", "kode_nb.many",
-                  "kode_nb.mcp", "kode_nb.models", "kode_nb.stepping", "kode_nb.traces",
-                  "kode_nb.ui"]  # fmt: skip
+OTHER_PACKAGES = ["kode_nb.agents", "kode_nb.builtins", "kode_nb.debug", "kode_nb.interop",
+                  "kode_nb.magics", "kode_nb.many", "kode_nb.mcp", "kode_nb.models",
+                  "kode_nb.stepping", "kode_nb.traces", "kode_nb.ui"]  # fmt: skip
 
 # Module-level public names deliberately NOT re-exported from kode_nb (reached through their
 # module instead). Keep each set exact: the test below fails on stale entries too.
@@ -101,6 +101,8 @@ NOT_EXPORTED: dict[str, set[str]] = {
 
 # Importing kode_nb alone must not pull these in (laziness keeps `import kode_nb` fast).
 HEAVY_MODULES = ["anywidget", "httpx", "IPython", "ipywidgets", "jsonschema", "pydantic"]
+FRAMEWORKS = ["pydantic_ai", "agents", "langchain_core", "opentelemetry"]
+"""The agent frameworks kode_nb.interop works with: imported only when their adapter is used."""
 
 
 def _exports() -> dict[str, str]:
@@ -198,6 +200,7 @@ def test_one_class_per_public_name_across_the_api() -> None:
 SUBPACKAGE_EXPORTERS = [
     "kode_nb.agents",  # Agent, AgentRunResult, AgentDefinition, register_subagent
     "kode_nb.debug",  # replay, fork, diverge, expand_trace
+    "kode_nb.interop",  # capture
     "kode_nb.many",  # run_many, ManyRun, Inbox, compare, variant
     "kode_nb.models",  # prices, set_price
 ]
@@ -277,6 +280,21 @@ def test_import_kode_nb_is_lazy() -> None:
         "print(json.dumps([m for m in heavy if m in sys.modules]))\n"
     )
     assert json.loads(out) == [], "import kode_nb must not import these (import them lazily)"
+
+
+def test_no_agent_framework_is_imported_unless_used() -> None:
+    """Neither ``import kode_nb`` nor ``kode_nb.capture()`` (which records only the frameworks
+    already imported) nor the interop package imports pydantic-ai, the OpenAI Agents SDK,
+    LangChain or OpenTelemetry."""
+    out = _run_python(
+        "import json, sys\n"
+        "import kode_nb, kode_nb.interop\n"
+        "with kode_nb.capture() as cap:\n"
+        "    pass\n"
+        f"fw = {FRAMEWORKS!r}\n"
+        "print(json.dumps([[m for m in fw if m in sys.modules], cap.recording]))\n"
+    )
+    assert json.loads(out) == [[], []]
 
 
 def test_defining_and_running_tools_does_not_import_jsonschema() -> None:

@@ -85,7 +85,8 @@ t0 = time.perf_counter()
 ip.run_line_magic("load_ext", {EXT!r})
 elapsed = time.perf_counter() - t0
 heavy = sorted(m for m in set(sys.modules) - before
-               if m.split(".")[0] in ("ipywidgets", "anywidget", "pydantic", "jsonschema", "pydantic_core"))
+               if m.split(".")[0] in ("ipywidgets", "anywidget", "pydantic", "jsonschema", "pydantic_core",
+                                      "pydantic_ai", "agents", "langchain_core", "opentelemetry"))
 print(json.dumps({{"heavy": heavy, "elapsed": elapsed}}))
 """
     out = subprocess.run(

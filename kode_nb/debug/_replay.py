@@ -278,6 +278,14 @@ def recorded_agent(
     run, the message history it was given, and notes on what the trace lacked."""
     run = trace.root
     a = run.attributes
+    framework = a.get("framework")
+    if framework:
+        raise ConfigurationError(
+            f"{what}: this trace was captured from a {framework} run (kode_nb.capture); "
+            f"kode_nb.{what} re-runs kode_nb agents only. Replay it in {framework} itself with "
+            "kode_nb.interop.replay_model(trace), which swaps in a model that answers as recorded "
+            "(pydantic-ai and the OpenAI Agents SDK; LangChain runs cannot be replayed)"
+        )
     if run.kind != "run" or "prompt" not in a:
         raise ConfigurationError(f"{what}: the trace's root is not a recorded agent run")
     notes = [f"{trace.schema} has no {key}: using the default"

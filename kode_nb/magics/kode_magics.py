@@ -106,6 +106,12 @@ class KodeMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.installed_formatters: list[Any] = []
         """What the extension registered (removed again on unload)."""
+        from kode_nb.interop._host import set_host
+
+        set_host(self._host)  # other frameworks' tool calls run in this session
+
+    def _host(self) -> KodeSession:
+        return self.session
 
     # ------------------------------------------------------------------ settings
 
@@ -156,6 +162,9 @@ class KodeMagics(Magics):
         return self._session
 
     def close_session(self) -> None:
+        from kode_nb.interop._host import release_host
+
+        release_host(self._host)
         if self._session is not None:
             self._session.close()
             self._session = None

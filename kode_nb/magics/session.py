@@ -79,6 +79,20 @@ class NotebookApprover:
         return f"NotebookApprover(style={self.session.style!r})"
 
 
+class _RunDisplay:
+    """A framework run's output: one status line while it runs, its run record once done."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.final = False
+        self.display_handle: Any = None
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        from kode_nb.ui.records import framework_run_bundle
+
+        return framework_run_bundle(self.run)
+
+
 def _is_terminal(shell: Any) -> bool:
     return type(shell).__name__ == "TerminalInteractiveShell"
 
@@ -102,6 +116,8 @@ class KodeSession:
         self.views: dict[str, Any] = {}
         """Live views of calls in flight, by call id."""
         self.handles: dict[str, CallHandle] = {}
+        self.framework_calls: dict[str, str | None] = {}
+        """Tool calls of other frameworks' runs in flight: call id -> run id."""
         self.runs: weakref.WeakSet[Any] = weakref.WeakSet()
         """Agent runs started from the notebook (their handles); interrupts cancel them too."""
         """Handles of calls in flight, by call id."""
@@ -221,6 +237,76 @@ class KodeSession:
             view.finish(result)
             self.shell.user_ns["_kode_result"] = result
 
+    # ------------------------------------------------------------------ other frameworks' runs
+
+    async def run_call(
+        self, name: str, arguments: Any, *, call_id: str, run_id: str | None, approver: Any = None
+    ) -> ToolResult:
+        """A tool call from another framework (:mod:`kode_nb.interop`): through the session's
+        executor, with a live view (and its Approve/Deny buttons) where the run's output goes."""
+        tool = self.registry.get(name)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - a coroutine always runs on a loop
+            loop = None
+        if tool is None or loop is None:
+            return await self.executor.call(  # type: ignore[no-any-return]
+                name, arguments, call_id=call_id, run_id=run_id, approver=approver
+            )
+        view = self._make_view(tool, arguments, call_id, self.style, loop)
+        self.views[call_id] = view
+        self.framework_calls[call_id] = run_id
+        view.show()
+        self.remember(view)
+        result: ToolResult | None = None
+        try:
+            result = await self.executor.call(
+                name, arguments, call_id=call_id, run_id=run_id, on_update=view.on_update,
+                approver=approver,
+            )  # fmt: skip
+            return result
+        finally:
+            if result is None:
+                result = ToolResult.error(
+                    "The call was cancelled.", status="cancelled", tool=name, call_id=call_id
+                )
+            self.views.pop(call_id, None)
+            self.framework_calls.pop(call_id, None)
+            view.finish(result)
+
+    def add_run(self, run: Any) -> None:
+        """Track a framework run: interrupts cancel it, :meth:`settle` waits for it."""
+        self.runs.add(run)
+
+    def waiting_prompt(self, run_id: str) -> Any:
+        """The first approval prompt of ``run_id``'s tool calls that waits for a decision."""
+        for call_id, owner in list(self.framework_calls.items()):
+            if owner != run_id:
+                continue
+            prompt = getattr(self.views.get(call_id), "prompt", None)
+            if prompt is not None and not prompt.future.done():
+                return prompt
+        return None
+
+    def show_run(self, run: Any) -> None:
+        """Display a framework run: its status now, its run record (trace viewer) once done;
+        :meth:`settle` sends the final record again, as for the session's own views."""
+        from IPython.display import display, update_display
+
+        view = _RunDisplay(run)
+        view.display_handle = display(view, display_id=True)
+        self.remember(view)
+
+        def done(_run: Any) -> None:
+            view.final = True
+            if view.display_handle is not None:
+                update_display(view, display_id=view.display_handle.display_id)
+
+        if run.done():
+            view.final = True
+        else:
+            run.on_done.append(done)
+
     def _loop(self) -> asyncio.AbstractEventLoop:
         if self._private_loop is None or self._private_loop.is_closed():
             self._private_loop = asyncio.new_event_loop()
@@ -246,7 +332,7 @@ class KodeSession:
             if h.task is not None and not h.task.done()
         ]
         out += [
-            f"agent run {h.agent.name} ({h.run_id}): {h.status}"
+            f"agent run {getattr(h, 'name', None) or h.agent.name} ({h.run_id}): {h.status}"
             for h in list(self.runs)
             if h.task is not None and not h.task.done()
         ]

@@ -45,6 +45,8 @@ async def run_row(
     try:
         if target.kind == "tool":
             result = await _run_tool(target, index, row, approver, max_concurrency, executor)
+        elif target.kind == "function":
+            result = await _run_function(target, index, row, approver, prices)
         else:
             result = await _run_agent(
                 target, index, row, approver, prices, max_concurrency, executor
@@ -108,6 +110,33 @@ async def _run_tool(
         index=index, status=res.status, output=res.text,
         error=res.text if res.is_error else None, turns=0, duration=res.duration,
         trace=Trace(root=root),
+    )  # fmt: skip
+
+
+async def _run_function(
+    target: Target, index: int, row: Mapping[str, Any], approver: Any, prices: Prices | None
+) -> RowResult:
+    """An async function of the row; a framework agent's (:func:`kode_nb.interop.row_runner`)
+    gets the approver and returns its output and captured trace."""
+    from kode_nb.traces import Trace
+
+    fn = target.function
+    framework = bool(getattr(fn, "kode_nb_row_runner", False))
+    out = await (fn(dict(row), approver=approver) if framework else fn(dict(row)))
+    if not framework:
+        return RowResult(index=index, status="completed", output=out, turns=None)
+    trace = Trace.from_dict(out["trace"]) if out.get("trace") else None
+    attrs = trace.root.attributes if trace is not None else {}
+    usage = attrs.get("total_usage") or {}
+    tin, tout = usage.get("input_tokens"), usage.get("output_tokens")
+    cost = attrs.get("cost")
+    if prices is not None:
+        cost = _cost(prices, str(attrs.get("model") or ""), tin, tout)
+    status = trace.root.status if trace is not None else "completed"
+    return RowResult(
+        index=index, status=status, output=out.get("output"), turns=attrs.get("turns"),
+        input_tokens=tin, output_tokens=tout, cost=cost,
+        duration=trace.root.duration if trace is not None else None, trace=trace,
     )  # fmt: skip
 
 

@@ -25,7 +25,7 @@ from kode_nb.errors import ConfigurationError
 
 __all__ = ["Target", "as_target", "fresh_model", "model_identity"]
 
-TargetKind = Literal["agent", "subagent", "tool"]
+TargetKind = Literal["agent", "subagent", "tool", "function"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -56,6 +56,9 @@ class Target:
     """The policy of the runs' executors (``None``: the default ``Policy()``)."""
     label: str = ""
     """How results name this target (in a comparison); defaults to :attr:`name`."""
+    function: Any = None
+    """For ``function``: the async function of a row (a framework agent's, from
+    :func:`kode_nb.interop.row_runner`, or your own)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Anything else that should change the cache key (``version=`` of :func:`as_target`)."""
 
@@ -82,6 +85,8 @@ class Target:
             else None,
             "output_model": _schema_of(self.output_model),
             "definition": _definition_identity(self.definition),
+            "function": getattr(self.function, "kode_nb_identity", None)
+            or (_callable_identity(self.function) if self.function is not None else None),
             "extra": dict(self.extra),
         }
         text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
@@ -184,10 +189,31 @@ def as_target(
     if isinstance(obj, Tool):
         return Target(name=obj.name, kind="tool", tools=(obj,), policy=policy, label=label,
                       extra=extra)  # fmt: skip
+    function = _row_function(obj, prompt)
+    if function is not None:
+        name = getattr(function, "kode_nb_name", None) or getattr(obj, "__name__", "function")
+        return Target(name=str(name), kind="function", function=function, policy=policy,
+                      label=label, extra=extra)  # fmt: skip
     raise ConfigurationError(
-        "run_many needs an Agent, an AgentDefinition, a Tool or a registered name, "
+        "run_many needs an Agent, an AgentDefinition, a Tool, a registered name, an agent of "
+        "pydantic-ai, the OpenAI Agents SDK or LangChain, or an async function of a row; "
         f"got {type(obj).__name__}"
     )
+
+
+def _row_function(obj: Any, prompt: Any) -> Any:
+    """The async function of a row that runs ``obj``: another framework's agent (through
+    :func:`kode_nb.interop.row_runner`) or an async function itself; else ``None``."""
+    import inspect
+
+    from kode_nb.interop._run import framework_of, row_runner
+
+    if framework_of(obj) is not None:
+        return row_runner(obj, prompt=prompt)
+    method = type(obj).__call__ if callable(obj) and not isinstance(obj, type) else None
+    if inspect.iscoroutinefunction(obj) or inspect.iscoroutinefunction(method):
+        return obj
+    return None
 
 
 def fresh_model(model: Any) -> Any:

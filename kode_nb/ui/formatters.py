@@ -57,6 +57,7 @@ FORMATTED_TYPES: tuple[tuple[str, str, str], ...] = (
     ("kode_nb.many.inbox", "Inbox", "inbox"),
     ("kode_nb.many.core", "ManyRun", "many"),
     ("kode_nb.many.compare", "Comparison", "comparison"),
+    ("kode_nb.interop._run", "FrameworkRun", "framework_run"),
 )
 """``(module, class name, renderer key)`` of every type given a rich display."""
 
@@ -108,8 +109,15 @@ def _inbox_bundle(inbox: Any) -> dict[str, Any]:
     return inbox_bundle(inbox)
 
 
+def _framework_run_bundle(run: Any) -> dict[str, Any]:
+    from kode_nb.ui.records import framework_run_bundle
+
+    return framework_run_bundle(run)
+
+
 BUNDLE: dict[str, Callable[[Any], dict[str, Any]]] = {
     "run": _run_bundle,
+    "framework_run": _framework_run_bundle,
     "trace": _trace_bundle,
     "divergence": _divergence_bundle,
     "inbox": _inbox_bundle,

@@ -248,6 +248,55 @@ def run_record(
     return Record("run", data, RH.run_html(data), RH.run_text(data))
 
 
+def framework_run_record(
+    *, name: str, status: str, trace: Trace | None, output: Any = None, error: str | None = None
+) -> Record:
+    """The run record of another framework's run (:func:`kode_nb.interop.start`), from its
+    captured trace: the same ``kode_nb.run/v1`` record and trace viewer as a kode_nb run."""
+    root = trace.root if trace is not None else None
+    a = root.attributes if root is not None else {}
+    usage = a.get("total_usage") or a.get("usage") or {}
+    if output is None:
+        output = a.get("output")
+    data: dict[str, Any] = {
+        "schema": "kode_nb.run/v1",
+        "agent": name,
+        "model": a.get("model") or None,
+        "status": status,
+        "turns": a.get("turns", 0),
+        "usage": {"input_tokens": usage.get("input_tokens"),
+                  "output_tokens": usage.get("output_tokens")},
+        "duration": root.duration if root is not None else None,
+        "prompt": a.get("prompt"),
+        "output": _output_text(output) if status == "completed" and output is not None else None,
+        "error": error if status != "completed" else None,
+        "interrupted": None,
+        "warnings": [],
+        "cost": a.get("cost"),
+        "trace": _jsonable(trace.to_dict()) if trace is not None else None,
+    }  # fmt: skip
+    data = redact(data)
+    return Record("run", data, RH.run_html(data), RH.run_text(data))
+
+
+def framework_run_bundle(run: Any) -> dict[str, Any]:
+    """A framework run (:class:`kode_nb.interop.FrameworkRun`): its status line, marked live,
+    while it runs; its run record once it ended."""
+    if not run.done():
+        import html
+
+        text = f"{run.name}: {run.status}"
+        return {"text/plain": text, "text/html": f"<div>{html.escape(text)}</div>",
+                LIVE_MIME: live_marker("run")}  # fmt: skip
+    error = f"{type(run.exception).__name__}: {run.exception}" if run.exception else None
+    output = run._result if run.exception is None else None
+    output = getattr(output, "output", getattr(output, "final_output", output))
+    record = framework_run_record(
+        name=run.name, status=run.status, trace=run.trace, output=output, error=error
+    )
+    return record.bundle()
+
+
 def steps_of(root: Mapping[str, Any]) -> dict[str, Any] | None:
     """What a stepped run's pauses decided, from its trace's ``step*`` span events:
     ``{"pauses": n, "changes": [line, ...]}`` (edits and results given by hand, in order);

@@ -1,0 +1,315 @@
+"""Framework runs in a notebook (:func:`start`) and as the function of a row (:func:`row_runner`).
+
+A framework's run that calls a kode_nb tool needing approval waits for a click; a cell that
+``await``\\ s it would hold the kernel (see docs/ARCHITECTURE.md, "Notebook execution model").
+:func:`start` runs it as a task on the kernel's loop instead and returns a
+:class:`FrameworkRun` at once: its tool calls carry its ``run_id``, its traces are captured
+(:func:`kode_nb.capture`), a kernel interrupt cancels it, and a later cell can ``await`` it,
+answer its approvals (``approve()`` / ``deny(reason)``, as the buttons do) or ``cancel()`` it.
+Without a running loop (a script) :func:`start` runs it to the end first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import secrets
+import types
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from kode_nb.errors import ConfigurationError
+from kode_nb.interop._bridge import APPROVER, CURRENT_RUN
+from kode_nb.interop._capture import Capture
+from kode_nb.traces import Trace
+
+__all__ = ["FrameworkRun", "framework_of", "row_runner", "start"]
+
+
+class FrameworkRun:
+    """A framework's run started with :func:`start`: await it, approve in it, cancel it."""
+
+    def __init__(self, name: str, run_id: str, capture: Capture | None) -> None:
+        self.name = name
+        """What the run is called (the agent's name when known)."""
+        self.run_id = run_id
+        """The id its kode_nb tool calls carry."""
+        self.agent = types.SimpleNamespace(name=name)
+        self.capture = capture
+        """The capture block around the run (``None`` with ``capture=False``)."""
+        self.task: asyncio.Task[Any] | None = None
+        self.exception: BaseException | None = None
+        self._result: Any = None
+        self._done = False
+        self.cancelled = False
+        self.on_done: list[Callable[[FrameworkRun], object]] = []
+        """Called (on the loop) when the run ends; the notebook refreshes its view here."""
+
+    # ------------------------------------------------------------------ state
+
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def status(self) -> str:
+        """``running``, ``waiting for approval``, ``completed``, ``cancelled`` or ``error``."""
+        if self._done:
+            return "cancelled" if self.cancelled else "error" if self.exception else "completed"
+        return "waiting for approval" if self._waiting() is not None else "running"
+
+    def result(self) -> Any:
+        """What the framework's run returned; raises what it raised, or while it runs."""
+        if not self._done:
+            raise asyncio.InvalidStateError(
+                f"the run {self.name} ({self.run_id}) is still {self.status}"
+            )
+        if self.exception is not None:
+            raise self.exception
+        return self._result
+
+    @property
+    def traces(self) -> list[Trace]:
+        """The kode_nb traces captured from the run (nested agents inside them)."""
+        return list(self.capture.traces) if self.capture is not None else []
+
+    @property
+    def trace(self) -> Trace | None:
+        """The last captured trace (the run's, for a run of one agent)."""
+        return self.capture.traces[-1] if self.capture is not None and self.capture.traces else None
+
+    # ------------------------------------------------------------------ approvals
+
+    def _waiting(self) -> Any:
+        from kode_nb.interop._host import current_host
+
+        host = current_host()
+        return host.waiting_prompt(self.run_id) if host is not None else None
+
+    async def approval(self, timeout: float | None = None) -> bool:
+        """Wait until a tool call of this run waits for a decision (True) or the run ended
+        (False); ``TimeoutError`` after ``timeout`` seconds."""
+
+        async def wait() -> bool:
+            while not self._done:
+                if self._waiting() is not None:
+                    return True
+                await asyncio.sleep(0.02)
+            return False
+
+        return await asyncio.wait_for(wait(), timeout)
+
+    def approve(self, *, always: bool = False) -> bool:
+        """Approve the first waiting call of the run, as its Approve button does; False when
+        nothing waits."""
+        from kode_nb.policy._approval import approve
+
+        prompt = self._waiting()
+        return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
+
+    def deny(self, reason: str | None = None) -> bool:
+        """Deny the first waiting call (``reason`` reaches the model), as Deny does."""
+        from kode_nb.policy._approval import deny
+
+        prompt = self._waiting()
+        return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))
+
+    def cancel(self, reason: str = "cancelled from the notebook") -> bool:
+        """Cancel the run's task (the framework sees ``CancelledError``); False if it ended."""
+        if self._done or self.task is None:
+            return False
+        self.cancelled = True
+        self.task.cancel(reason)
+        return True
+
+    # ------------------------------------------------------------------ awaiting, display
+
+    def __await__(self) -> Any:
+        return self._wait().__await__()
+
+    async def _wait(self) -> Any:
+        if not self._done:
+            assert self.task is not None
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self.task)
+        return self.result()
+
+    def _finish(self, result: Any, exception: BaseException | None) -> None:
+        self._result, self.exception, self._done = result, exception, True
+        for fn in self.on_done:
+            with contextlib.suppress(Exception):
+                fn(self)
+
+    def __repr__(self) -> str:
+        return f"<FrameworkRun {self.name} run={self.run_id} {self.status}>"
+
+
+def _name_of(work: Any, name: str | None) -> str:
+    if name:
+        return name
+    frame = getattr(work, "cr_frame", None)
+    if frame is not None:
+        for value in frame.f_locals.values():
+            found = getattr(value, "name", None)
+            if isinstance(found, str) and found:
+                return found
+    return getattr(work, "__qualname__", None) or "framework run"
+
+
+def start(
+    work: Awaitable[Any] | Callable[[], Awaitable[Any]],
+    *,
+    name: str | None = None,
+    capture: bool = True,
+) -> FrameworkRun:
+    """Run ``work`` (a coroutine such as ``agent.run("...")``, or a function returning one)
+    as a task on the running loop; the :class:`FrameworkRun` comes back at once. In a notebook
+    the cell shows the run's status line, replaced by its run record (the trace viewer) when
+    it ends; its tool calls' live views and approval buttons appear below it."""
+    if callable(work) and not inspect.isawaitable(work):
+        work = work()
+    if not inspect.isawaitable(work):
+        raise ConfigurationError(
+            f"kode_nb.interop.start needs a coroutine (e.g. agent.run('...')), got {type(work).__name__}"
+        )
+    run_id = f"fwrun_{secrets.token_hex(6)}"
+    cap = Capture() if capture else None
+    run = FrameworkRun(_name_of(work, name), run_id, cap)
+
+    async def main() -> Any:
+        token = CURRENT_RUN.set(run_id)
+        result, error = None, None
+        try:
+            if cap is not None:
+                with cap:
+                    result = await work
+            else:
+                result = await work
+            return result
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            CURRENT_RUN.reset(token)
+            run._finish(result, error)
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        with contextlib.suppress(Exception):
+            asyncio.run(main())
+        return run
+    from kode_nb.interop._host import current_host
+
+    run.task = loop.create_task(main(), name=f"kode_nb framework run {run.name} {run_id}")
+    run.task.add_done_callback(_consume)
+    run.task.add_done_callback(lambda _t: _cancelled_before_start(run, work))
+    host = current_host()
+    if host is not None:
+        host.add_run(run)
+        show = getattr(host, "show_run", None)
+        if callable(show):  # its line in this cell now; its run record there when it ends
+            show(run)
+    return run
+
+
+def _cancelled_before_start(run: FrameworkRun, work: Any) -> None:
+    """A task cancelled before its first step never ran ``main``: the run ends cancelled (and
+    its coroutine, never awaited, is closed)."""
+    if not run.done():
+        if inspect.iscoroutine(work):
+            work.close()
+        run.cancelled = True
+        run._finish(None, asyncio.CancelledError("cancelled before it started"))
+
+
+def _consume(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+# --------------------------------------------------------------------------- many runs
+
+
+def framework_of(agent: Any) -> str | None:
+    """``pydantic-ai``, ``openai-agents`` or ``langchain`` for an agent of that framework."""
+    module = type(agent).__module__ or ""
+    if module.startswith("pydantic_ai"):
+        return "pydantic-ai"
+    if module.startswith("agents.") or module == "agents":
+        return "openai-agents"
+    if module.startswith(("langchain", "langgraph")):
+        return "langchain"
+    return None
+
+
+def _prompt_of(
+    row: Mapping[str, Any], prompt: str | Callable[[Mapping[str, Any]], str] | None
+) -> str:
+    if callable(prompt):
+        return str(prompt(row))
+    if isinstance(prompt, str):
+        return prompt.format(**row)
+    if "prompt" in row:
+        return str(row["prompt"])
+    if len(row) == 1:
+        return str(next(iter(row.values())))
+    raise ConfigurationError(
+        f"row_runner: the row has columns {sorted(row)}; name a 'prompt' column or pass prompt="
+    )
+
+
+def row_runner(
+    agent: Any, *, prompt: str | Callable[[Mapping[str, Any]], str] | None = None
+) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """An async function of one row that runs a pydantic-ai agent, an OpenAI Agents SDK agent
+    or a LangChain runnable (a chat model, an agent graph) on the row's prompt, captured:
+    it returns ``{"output": ..., "trace": <kode_nb trace JSON>}``. ``prompt`` is a template
+    over the row (``"Answer: {question}"``) or a function of it (default: the ``prompt``
+    column, or the only column). ``kode_nb.run_many(agent, rows)`` uses it for such agents;
+    its ``approver=`` answers the approvals of the kode_nb tools the agent calls (run_many's
+    inbox)."""
+    fw = framework_of(agent)
+    if fw is None:
+        raise ConfigurationError(
+            "row_runner needs a pydantic-ai Agent, an OpenAI Agents SDK Agent or a LangChain "
+            f"runnable, got {type(agent).__name__}"
+        )
+
+    async def run_row(row: Mapping[str, Any], approver: Any = None) -> dict[str, Any]:
+        text = _prompt_of(row, prompt)
+        token = APPROVER.set(approver) if approver is not None else None
+        try:
+            with Capture([fw]) as cap:
+                output = await _run_framework(fw, agent, text)
+        finally:
+            if token is not None:
+                APPROVER.reset(token)
+        return {"output": output, "trace": cap.traces[-1].to_dict() if cap.traces else None}
+
+    name = str(getattr(agent, "name", None) or type(agent).__name__)
+    run_row.__name__ = f"run_{fw.replace('-', '_')}_row"
+    run_row.kode_nb_row_runner = True  # type: ignore[attr-defined]
+    run_row.kode_nb_name = name  # type: ignore[attr-defined]
+    run_row.kode_nb_identity = f"{fw}:{name}:{_model_name(agent)}:{prompt!r}"  # type: ignore[attr-defined]
+    return run_row
+
+
+def _model_name(agent: Any) -> str:
+    model = getattr(agent, "model", None)
+    return str(getattr(model, "model_name", None) or getattr(model, "name", None) or model)
+
+
+async def _run_framework(fw: str, agent: Any, text: str) -> Any:
+    if fw == "pydantic-ai":
+        return (await agent.run(text)).output
+    if fw == "openai-agents":
+        from agents import Runner
+
+        return (await Runner.run(agent, text)).final_output
+    graph = hasattr(agent, "get_graph") and not hasattr(agent, "bind_tools")
+    reply = await agent.ainvoke({"messages": [("user", text)]} if graph else text)
+    if isinstance(reply, Mapping) and reply.get("messages"):
+        last = reply["messages"][-1]
+        return getattr(last, "content", last)
+    return getattr(reply, "content", reply)

@@ -1,0 +1,93 @@
+"""notebooks/06-frameworks.ipynb is what scripts/make_frameworks_notebook.py builds, it was
+executed in order without errors, its runs were approved and finished, and each run's cell
+holds its final run record with the captured trace (nbval, strict, re-runs it in CI)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+NOTEBOOK = ROOT / "notebooks" / "06-frameworks.ipynb"
+RUN_MIME = "application/vnd.kode-nb.run+json"
+
+
+def _generator() -> ModuleType:
+    path = ROOT / "scripts" / "make_frameworks_notebook.py"
+    spec = importlib.util.spec_from_file_location("make_frameworks_notebook", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _saved() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(NOTEBOOK.read_text("utf-8"))
+    return data
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell["source"]
+    return source if isinstance(source, str) else "".join(source)
+
+
+def _code() -> list[dict[str, Any]]:
+    return [c for c in _saved()["cells"] if c["cell_type"] == "code"]
+
+
+def test_saved_notebook_has_the_generators_cells() -> None:
+    built = _generator().build()
+    saved = _saved()
+    assert [(c["cell_type"], _source(c)) for c in saved["cells"]] == [
+        (c["cell_type"], c["source"])
+        for c in built.cells  # type: ignore[attr-defined]
+    ], (
+        "notebooks/06-frameworks.ipynb is out of date: run .venv/bin/python scripts/make_frameworks_notebook.py"
+    )
+
+
+def test_saved_notebook_was_executed_in_order_without_errors() -> None:
+    code = _code()
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1))
+    assert [o for c in code for o in c["outputs"] if o["output_type"] == "error"] == []
+
+
+def _records() -> dict[str, dict[str, Any]]:
+    return {
+        o["data"][RUN_MIME]["agent"]: o["data"][RUN_MIME]
+        for c in _code()
+        for o in c["outputs"]
+        if RUN_MIME in o.get("data", {})
+    }
+
+
+def _tool_calls(span: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [span] if span["kind"] == "tool_call" else []
+    for child in span["children"]:
+        found += _tool_calls(child)
+    return found
+
+
+def test_both_framework_runs_were_approved_and_saved_with_their_traces() -> None:
+    records = _records()
+    assert set(records) == {"pa_note_taker", "sdk_note_taker"}
+    for name, record in records.items():
+        assert record["status"] == "completed", name
+        root = record["trace"]["root"]
+        assert root["attributes"]["framework"] in ("pydantic-ai", "openai-agents")
+        (call,) = _tool_calls(root)
+        assert call["status"] == "ok"
+        approved = [e for e in call["events"] if e["name"] == "approval_resolved"]
+        assert approved[0]["attributes"]["approved"] is True
+        assert approved[0]["attributes"]["decided_by"] == "notebook"
+
+
+def test_the_run_many_cell_ran_both_agents_on_every_row() -> None:
+    last = _code()[-1]
+    text = "".join("".join(o["text"]) for o in last["outputs"] if o["output_type"] == "stream")
+    assert "pa_note_taker ['completed', 'completed']" in text
+    assert "sdk_note_taker ['completed', 'completed']" in text

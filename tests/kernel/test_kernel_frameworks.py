@@ -1,0 +1,216 @@
+"""Other frameworks' agents in a real kernel: a pydantic-ai agent, an OpenAI Agents SDK agent and a
+LangChain chain call a kode_nb ``--kind edit`` tool; the Approve/Deny click arrives through the comm while the
+framework's run waits in the background; the run finishes and its saved run record holds the
+captured trace; a denial and a validation error reach the framework's model; a kernel interrupt
+cancels the framework's run."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from .harness import Kernel, Msg
+
+SETUP = '''%%tool --kind edit
+RAN = []
+
+def write_note(path: str, text: str) -> str:
+    """Write a note.
+
+    Args:
+        path: Where.
+        text: What.
+    """
+    RAN.append(path)
+    return f"wrote {path}"
+'''
+
+SLOW = '''%%tool --kind read
+import time
+from kode_nb import ToolContext
+
+def wait_for_cancel(seconds: float, ctx: ToolContext) -> str:
+    """Wait, noticing cancellation.
+
+    Args:
+        seconds: How long.
+    """
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        if ctx.cancelled:
+            return "noticed"
+        time.sleep(0.01)
+    return "finished"
+'''
+
+PYDANTIC_AI = """
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+from kode_nb.interop import pydantic_ai_toolset, start
+from kode_nb.magics import get_session
+
+def scripted(*answers):
+    seen = []
+    def fn(messages, info):
+        seen.append(messages)
+        a = answers[len(seen) - 1]
+        return ModelResponse(parts=[TextPart(a) if isinstance(a, str) else ToolCallPart(*a)])
+    return FunctionModel(fn), seen
+"""
+
+LANGCHAIN = """
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
+from kode_nb.interop import langchain_tools
+
+def note_chain(replies):
+    model = GenericFakeChatModel(messages=iter(replies))
+    (tool,) = langchain_tools(["write_note"])
+    async def run(prompt):
+        messages = [HumanMessage(prompt)]
+        while True:
+            reply = await model.ainvoke(messages)
+            messages.append(reply)
+            if not reply.tool_calls:
+                return reply.content
+            for call in reply.tool_calls:
+                messages.append(await tool.ainvoke(call))
+    return RunnableLambda(run, name="lc_writer")
+"""
+
+OPENAI_AGENTS = """
+from agents import Agent as SdkAgent, Runner
+from kode_nb.interop import ScriptedAgentsModel, openai_agents_tools
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _setup(kernel: Kernel) -> None:
+    kernel.ok(SETUP)
+    kernel.ok(SLOW)
+    kernel.ok(PYDANTIC_AI)
+    kernel.ok(OPENAI_AGENTS)
+    kernel.ok(LANGCHAIN)
+
+
+def _record(kernel: Kernel, start: int, timeout: float = 20) -> dict[str, Any]:
+    """The framework run's final refresh: its saved run record."""
+    msg: Msg = kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "update_display_data"
+            and "application/vnd.kode-nb.run+json" in m["content"]["data"]
+            and m in kernel.log[start:]
+        ),
+        timeout,
+    )
+    data: dict[str, Any] = msg["content"]["data"]["application/vnd.kode-nb.run+json"]
+    assert "application/vnd.jupyter.widget-view+json" not in msg["content"]["data"]
+    return data
+
+
+def _spans(span: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    found = [span] if span["kind"] == kind else []
+    for child in span["children"]:
+        found += _spans(child, kind)
+    return found
+
+
+def _until(kernel: Kernel, expr: str, expected: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while (value := kernel.value(expr)) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert value == expected
+
+
+def test_a_pydantic_ai_run_waits_for_the_approve_click_and_saves_its_trace(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok(
+        "model, seen = scripted(('write_note', {'path': 'pa.txt', 'text': 'hi'}), 'done')\n"
+        "agent = Agent(model, name='writer', toolsets=[pydantic_ai_toolset(['write_note'])])\n"
+        "h = start(agent.run('write pa.txt'))\n"
+        "h"
+    )
+    _until(kernel, "h.status", "waiting for approval")  # the cell returned; the run waits
+    kernel.click(kernel.button("Approve", start))
+    record = _record(kernel, start)
+    assert (record["agent"], record["status"], record["output"]) == ("writer", "completed", "done")
+    assert kernel.value("'pa.txt' in RAN, h.result().output") == "True done"
+    (tool,) = _spans(record["trace"]["root"], "tool_call")
+    assert tool["status"] == "ok"
+    assert tool["attributes"]["result"]["text"] == "wrote pa.txt"
+    resolved = [e for e in tool["events"] if e["name"] == "approval_resolved"]
+    assert resolved[0]["attributes"]["approved"] is True
+    assert resolved[0]["attributes"]["decided_by"] == "notebook"
+    assert len(_spans(record["trace"]["root"], "model_call")) == 2
+
+
+def test_a_denial_and_a_validation_error_reach_the_pydantic_ai_model(kernel: Kernel) -> None:
+    kernel.ok(
+        "model, seen = scripted(('write_note', {'path': 'no.txt'}),"
+        " ('write_note', {'path': 'no.txt', 'text': 'x'}), 'ok')\n"
+        "agent = Agent(model, name='writer', toolsets=[pydantic_ai_toolset(['write_note'])])\n"
+        "h = start(agent.run('write no.txt'))"
+    )
+    _until(kernel, "h.status", "waiting for approval")
+    assert kernel.value("h.deny('not this file')") == "True"  # as the Deny button does
+    _until(kernel, "h.status", "completed")
+    assert "required field is missing" in kernel.value("str(seen[1][-1].parts[0].content)")
+    assert "not this file" in kernel.value("str(seen[2][-1].parts[0].content)")
+    assert kernel.value("'no.txt' in RAN") == "False"
+
+
+def test_an_openai_agents_run_waits_for_the_approve_click(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok(
+        "sdk_model = ScriptedAgentsModel([('write_note', {'path': 'oa.txt', 'text': 'hi'}), 'done'])\n"
+        "sdk_agent = SdkAgent(name='sdk_writer', model=sdk_model,"
+        " tools=openai_agents_tools(['write_note']))\n"
+        "s = start(Runner.run(sdk_agent, 'write oa.txt'), name='sdk_writer')\n"
+        "s"
+    )
+    _until(kernel, "s.status", "waiting for approval")
+    kernel.click(kernel.button("Approve", start))
+    record = _record(kernel, start)
+    assert (record["agent"], record["status"]) == ("sdk_writer", "completed")
+    assert kernel.value("'oa.txt' in RAN, s.result().final_output") == "True done"
+    (tool,) = _spans(record["trace"]["root"], "tool_call")
+    assert tool["attributes"]["result"]["text"] == "wrote oa.txt"
+
+
+def test_a_langchain_run_waits_for_the_approve_click(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok(
+        "call = {'name': 'write_note', 'args': {'path': 'lc.txt', 'text': 'hi'}, 'id': 'c1',"
+        " 'type': 'tool_call'}\n"
+        "chain = note_chain([AIMessage('', tool_calls=[call]), AIMessage('done')])\n"
+        "l = start(chain.ainvoke('write lc.txt'), name='lc_writer')"
+    )
+    _until(kernel, "l.status", "waiting for approval")
+    kernel.click(kernel.button("Approve", start))
+    record = _record(kernel, start)
+    assert (record["agent"], record["status"]) == ("lc_writer", "completed")
+    assert kernel.value("'lc.txt' in RAN, l.result()") == "True done"
+    (tool,) = _spans(record["trace"]["root"], "tool_call")
+    assert tool["attributes"]["call_id"] == "c1"
+    assert tool["attributes"]["result"]["text"] == "wrote lc.txt"
+
+
+def test_a_kernel_interrupt_cancels_the_frameworks_run(kernel: Kernel) -> None:
+    start = len(kernel.log)
+    kernel.ok(
+        "model, seen = scripted(('wait_for_cancel', {'seconds': 20}), 'never')\n"
+        "agent = Agent(model, name='waiter', toolsets=[pydantic_ai_toolset(['wait_for_cancel'])])\n"
+        "w = start(agent.run('wait'))\n"
+        "w"
+    )
+    _until(kernel, "len(get_session().executor.running())", "1")
+    kernel.km.interrupt_kernel()
+    record = _record(kernel, start)
+    assert record["status"] == "cancelled"
+    _until(kernel, "w.status", "cancelled")
+    assert kernel.value("len(seen)") == "1"  # the model was not asked again
+    _until(kernel, "get_session().executor.running()", "[]")
