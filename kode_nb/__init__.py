@@ -336,3 +336,9 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+if "ipykernel" in __import__("sys").modules:  # in a kernel: what is printed is redacted
+    from kode_nb._redact import redact_kernel_output as _redact_kernel_output
+
+    _redact_kernel_output()

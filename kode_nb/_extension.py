@@ -50,8 +50,10 @@ def _formatted_types() -> tuple[tuple[str, str, str], ...]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the kode_nb magics and display formatters in ``ipython``."""
+    from kode_nb._redact import redact_kernel_output
     from kode_nb.magics import KodeMagics
 
+    redact_kernel_output()  # what tools (and cells) print is redacted before IOPub
     magics = KodeMagics(shell=ipython)
     ipython.register_magics(magics)
     formatters = ipython.display_formatter.formatters

@@ -20,6 +20,12 @@ secrets are replaced by ``[REDACTED]``:
   and the ``value`` of a mapping whose ``key``/``name`` is a secret-looking name (``set_env``'s
   ``{"key": "DB_PASSWORD", "value": …}``, ``{"name": "Authorization", "value": …}``).
 
+In a Jupyter kernel, what code prints goes out on IOPub: :func:`redact_kernel_output` puts a
+:class:`RedactingStream` in front of the kernel's ``sys.stdout``/``sys.stderr`` (``import
+kode_nb`` and ``%load_ext kode_nb`` do it in a kernel), so what a tool prints passes through
+:func:`redact_stream` — a tail that may be the start of a known secret is held until the next
+write or flush — before it is sent. Outside a kernel nothing is wrapped.
+
 What it cannot catch: a secret the session was never told about, whose name matches nothing
 and whose text has no known shape (a password passed as ``text=...``), and a secret split
 across two streamed chunks.
@@ -36,16 +42,19 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
     "REDACTED",
+    "RedactingStream",
     "environment_secrets",
     "is_secret_key",
     "known_secrets",
     "redact",
+    "redact_kernel_output",
     "redact_text",
     "redact_stream",
     "register_secret",
@@ -325,3 +334,53 @@ def redact_stream(text: str, *, final: bool = False) -> tuple[str, str]:
     if hold == 0:
         return redact_text(text), ""
     return redact_text(text[: len(text) - hold]), text[len(text) - hold :]
+
+
+class RedactingStream:
+    """A text stream that redacts what it passes on to ``inner`` (other attributes: inner's)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._held = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: Any) -> int:
+        if not isinstance(text, str):
+            return int(self._inner.write(text))
+        with self._lock:
+            shown, self._held = redact_stream(self._held + text)
+            if shown:
+                self._inner.write(shown)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held:
+                self._inner.write(redact_text(self._held))
+                self._held = ""
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _is_kernel_stream(stream: Any) -> bool:
+    return type(stream).__module__.startswith("ipykernel.")
+
+
+def redact_kernel_output() -> bool:
+    """Wrap the kernel's ``sys.stdout``/``sys.stderr`` (see the module docstring); True when
+    they are (now or already) redacted."""
+    done = False
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, RedactingStream):
+            done = True
+        elif _is_kernel_stream(stream):
+            setattr(sys, name, RedactingStream(stream))
+            done = True
+    return done

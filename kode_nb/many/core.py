@@ -28,7 +28,9 @@ from kode_nb.errors import ConfigurationError
 from kode_nb.many.cache import DEFAULT_CACHE_DIR, RunCache
 from kode_nb.many.engines import Engine, make_engine
 from kode_nb.many.inbox import Inbox
-from kode_nb.many.rows import RowResult, normalize_inputs, row_key
+from kode_nb.many.recheck import decisions_hold
+from kode_nb.many.relay import add_note
+from kode_nb.many.rows import RowResult, normalize_inputs, redact_result, row_key
 from kode_nb.many.runner import Prices
 from kode_nb.many.target import Target, as_target
 
@@ -103,7 +105,33 @@ class ManyRun:
         self._listeners: list[Callable[[], None]] = []
         self._awaited: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self.displayed = False
+        """Whether a view of this batch was displayed (so ``h`` on its own shows no second)."""
+        self.shown_in: int | None = None
+        """The execution count of the cell that displayed it."""
         inbox.on_change(self._inbox_changed)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the batch skipped and why (bad cache entries)."""
+        return list(self.cache.notes) if self.cache is not None else []
+
+    def counts(self) -> dict[str, int]:
+        """Rows by outcome: ``ok``, ``failed``, ``cancelled``, ``running`` and ``pending``
+        (not started); they add up to the number of rows."""
+        out = dict.fromkeys(("ok", "failed", "cancelled", "running", "pending"), 0)
+        for result in self.results:
+            if result is None:
+                out["pending"] += 1
+            elif result.ok:
+                out["ok"] += 1
+            elif result.status == "cancelled":
+                out["cancelled"] += 1
+            else:
+                out["failed"] += 1
+        running = min(self.progress.running, out["pending"])
+        out["running"], out["pending"] = running, out["pending"] - running
+        return out
 
     # ------------------------------------------------------------ running
 
@@ -114,6 +142,8 @@ class ManyRun:
         todo: list[int] = []
         for i, key in enumerate(self.keys):
             hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None and not decisions_hold(hit, self.inbox.policy, i):
+                hit = None  # the inbox's policy now answers one of its approvals otherwise
             if hit is not None:
                 hit.index = i
                 self._record(i, hit)
@@ -154,11 +184,12 @@ class ManyRun:
             finally:
                 self.progress.running -= 1
             result.index = i
+            result = redact_result(result)
             if self.cache is not None:
                 try:
                     self.cache.put(self.keys[i], result)
-                except OSError as exc:
-                    result.error = (result.error or "") + f" (not cached: {exc})"
+                except (OSError, ValueError, RecursionError) as exc:
+                    add_note(result, f"not cached: {type(exc).__name__}: {exc}")
             self.progress.ran += 1
             self._record(i, result)
             self._changed()
@@ -284,9 +315,9 @@ class ManyRun:
         )
 
     def _ipython_display_(self) -> None:
-        from kode_nb.ui.many_view import show
+        from kode_nb.ui.many_view import show_again
 
-        show(self)
+        show_again(self)
 
 
 def _prepare(

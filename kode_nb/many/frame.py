@@ -2,9 +2,10 @@
 
 Columns: the input's columns (prefixed ``input.`` where a name clashes with a result column),
 then ``output``, ``status``, ``error``, ``turns``, ``input_tokens``, ``output_tokens``,
-``cost``, ``duration``, ``cached``, ``worker`` and ``trace`` (the path of the cache file that
-holds the row's trace; :meth:`~kode_nb.many.core.ManyRun.trace` loads it). A row not finished
-has status ``pending`` (or ``running``).
+``cost``, ``duration``, ``cached``, ``worker``, ``trace`` (the path of the cache file that
+holds the row's trace; :meth:`~kode_nb.many.core.ManyRun.trace` loads it) and ``note``. A row
+not finished has status ``pending`` (or ``running``). Every value is redacted
+(:func:`kode_nb._redact.redact`), the inputs included, so the DataFrame's HTML shows no secret.
 
 :func:`results_frame` returns a pandas DataFrame (pandas is needed: the ``dask`` and ``ray``
 extras install it, or ``pip install pandas``); :func:`result_records` gives the same rows as
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kode_nb._redact import redact
 from kode_nb.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -24,7 +26,7 @@ __all__ = ["RESULT_COLUMNS", "result_records", "results_frame"]
 
 RESULT_COLUMNS = (
     "output", "status", "error", "turns", "input_tokens", "output_tokens", "cost", "duration",
-    "cached", "worker", "trace",
+    "cached", "worker", "trace", "note",
 )  # fmt: skip
 
 
@@ -46,9 +48,9 @@ def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[
                 turns=result.turns, input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens, cost=result.cost, duration=result.duration,
                 cached=result.cached, worker=result.worker,
-                trace=str(path) if path is not None else None,
+                trace=str(path) if path is not None else None, note=result.note,
             )  # fmt: skip
-        records.append(rec)
+        records.append(redact(rec))
     return records
 
 

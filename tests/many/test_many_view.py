@@ -31,17 +31,18 @@ def test_the_record_is_static_and_follows_the_table_contract(tmp_path: Path) -> 
     record = bundle[TABLE]
     assert record["schema"] == "kode_nb.table/v1"
     assert [c["key"] for c in record["columns"]] == [
-        "row", "input", "status", "output", "error", "turns", "tokens", "trace",
+        "row", "input", "status", "output", "error", "turns", "tokens", "cached",
     ]  # fmt: skip
-    assert len(record["rows"]) == 20
-    assert record["note"] == "6 more rows: the DataFrame (await the run) has them all"
+    assert len(record["rows"]) == 10
+    assert record["note"] == "16 more: the DataFrame (df = await h) has every row"
     assert record["rows"][3]["output"] == "squared: 9"
-    assert record["rows"][3]["trace"].endswith(".json")
     html = bundle["text/html"]
     assert "style=" not in html
     assert "<script" not in html
+    assert ".json" not in html  # no cache paths: the DataFrame has them
     assert html.startswith("<details open><summary><b>squarer</b>")
-    assert "❌ error" not in html  # the failing row is past the first 20
+    assert "16 more: the DataFrame" in html
+    assert "❌ error" not in html  # the failing row is past the first 10
     assert re.match(
         r"squarer: 26 runs, finished — 25 ok, 1 failed, 0 from the cache; [\d,]+ in",
         bundle["text/plain"],
@@ -62,10 +63,12 @@ def test_the_inbox_displays_what_waits() -> None:
     bundle = asyncio.run(main())
     assert bundle["text/plain"].splitlines() == [
         "Approval inbox: 2 waiting; 0 approved, 0 denied, 0 by policy",
-        "#1 row 0: square(x=5)",
-        "#2 row 1: square(x=6)",
+        "square(x=*) — 2 waiting (rows 0, 1): #1, #2",
     ]
     assert [r["arguments"] for r in bundle[TABLE]["rows"]] == ['{"x": 5}', '{"x": 6}']
+    assert [r["group"] for r in bundle[TABLE]["rows"]] == [
+        "square(x=*) — 2 waiting (rows 0, 1)"
+    ] * 2
     assert "style=" not in bundle["text/html"]
     assert inbox_bundle(Inbox())[TABLE]["rows"] == []
 
@@ -80,13 +83,22 @@ def test_the_live_view_buttons_answer_the_inbox_and_it_ends_as_the_record() -> N
         await asyncio.sleep(0.3)  # a refresh
         assert WIDGET in view._repr_mimebundle_()
         assert view._repr_mimebundle_()["application/vnd.kode-nb.live+json"]["kind"] == "many"
-        rows = view.inbox.children
+        groups = view.inbox.children
+        assert len(groups) == 1  # one tool, one argument pattern: one group
+        head, *rows = groups[0].children
+        label, approve_all, deny_all = head.children
+        assert "square(x=*) — 3 waiting (rows 0, 1, 2)" in label.value
+        assert approve_all.description == "Approve all (3)"
+        assert deny_all.description == "Deny all (3)"
+        assert approve_all.layout.width == "auto"  # sized to its label, never clipped
         assert len(rows) == 3
         deny = rows[0].children[2]
         assert deny.description == "Deny"
         deny.click()
-        approve_all = rows[1].children[3]
-        assert approve_all.description == "Approve all square (3)"
+        await asyncio.sleep(0.3)  # a refresh: the group now holds two
+        head, *rows = view.inbox.children[0].children
+        approve_all = head.children[1]
+        assert approve_all.description == "Approve all (2)"
         approve_all.click()
         df = await h
         await asyncio.sleep(0)
