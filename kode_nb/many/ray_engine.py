@@ -9,12 +9,13 @@ are sealed with the batch's key, which travels only with the rows' tasks
 (:mod:`kode_nb.many.channel`): an answer posted by anyone else is refused.
 
 Ray must be started first (``ray.init(...)``); when it is not, ``RayEngine`` starts a local
-one on 127.0.0.1 only (:data:`LOOPBACK_INIT`).
+one on 127.0.0.1 only (:func:`start_local_ray`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,14 +27,24 @@ from kode_nb.many.rows import RowResult
 from kode_nb.many.runner import Prices
 from kode_nb.many.target import Target
 
-__all__ = ["RayEngine"]
+__all__ = ["RayEngine", "start_local_ray"]
 
-LOOPBACK_INIT: dict[str, Any] = {
-    "_node_ip_address": "127.0.0.1",
-    "include_dashboard": False,
-}
-"""What ``ray.init`` gets when kode_nb starts Ray: its node on 127.0.0.1 (without it, Ray binds
-the machine's network address), no dashboard."""
+
+def start_local_ray(**options: Any) -> Any:
+    """Start a local Ray whose every process listens on 127.0.0.1 only; returns ``ray.init``'s
+    result. ``options`` go to ``ray.init`` (``num_cpus=``...).
+
+    ``ray.init(_node_ip_address="127.0.0.1")`` alone is not enough: on Linux Ray swaps a
+    loopback node address for the machine's network address (``resolve_ip_for_localhost``)
+    unless its cluster mode is off (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when Ray is
+    imported, so it is set on the imported module too). The dashboard is not started."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray = _import_ray()
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    return ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, **options)
+
 
 _POLL = 0.05
 """Seconds between polls of the relay (notebook side and worker side)."""
@@ -105,7 +116,7 @@ class RayEngine:
         import cloudpickle
 
         if not ray.is_initialized():
-            ray.init(**LOOPBACK_INIT, log_to_driver=False)
+            start_local_ray(log_to_driver=False)
         self._key = Channel()
         self._payload = ray.put(cloudpickle.dumps(target))
         self._relay = ray.remote(num_cpus=0)(_Relay).remote()
