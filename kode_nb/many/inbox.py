@@ -192,7 +192,7 @@ class Inbox:
                 raw = [p.arguments[name] for p in items]
                 if all(v == raw[0] for v in raw):
                     pattern[name] = repr(raw[0])
-                elif all(isinstance(v, str) for v in raw):
+                elif all(isinstance(v, str) for v in raw) and _glob(raw) != "*":
                     pattern[name] = repr(_glob(raw))
                 else:
                     pattern[name] = "*"

@@ -4,6 +4,7 @@ view on a loop, and ``%agent NAME --over VAR`` in IPython's test shell."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -148,3 +149,57 @@ def make_model():
         kode_ip.run_line_magic("agent", "adder --over people --concurrency 0")
     with pytest.raises(UsageError, match="invalid choice: 'spark'"):
         kode_ip.run_line_magic("agent", "adder --over people --engine spark")
+
+
+def test_the_inbox_groups_by_tool_and_argument_pattern() -> None:
+    async def main() -> list[Any]:
+        inbox = Inbox()
+        asks = [
+            ("issue_refund", {"order": "A-100", "amount": 5}), ("send_email", {"to": "bob"}),
+            ("issue_refund", {"order": "A-205", "amount": 5}), ("send_email", {"to": "eve"}),
+            ("issue_refund", {"order": "A-300", "amount": 5}), ("delete", {"path": "tmp/x.txt"}),
+        ]  # fmt: skip
+        tasks = [
+            asyncio.ensure_future(inbox.submit(row=i, tool=t, arguments=a))
+            for i, (t, a) in enumerate(asks)
+        ]
+        await asyncio.sleep(0)
+        groups = inbox.groups()
+        labels = [g.label() for g in groups]
+        assert inbox.approve_group(groups[0]) == 3
+        assert inbox.deny_group(groups[1], "no mail") == 2
+        inbox.approve(inbox.pending()[0])
+        decisions = await asyncio.gather(*tasks)
+        return [labels, [d.approved for d in decisions]]
+
+    labels, approved = asyncio.run(main())
+    assert labels == [
+        "issue_refund(order='A-*', amount=5) — 3 waiting (rows 0, 2, 4)",
+        "send_email(to=*) — 2 waiting (rows 1, 3)",
+        "delete(path='tmp/x.txt') — 1 waiting (row 5)",
+    ]
+    assert approved == [True, False, True, False, True, True]
+
+
+def test_an_interrupted_summary_counts_every_row() -> None:
+    async def main() -> str:
+        from kode_nb.ui.many_view import summary_text
+
+        inbox = Inbox()
+        h = run_many(square_agent(kind="edit"), [{"n": n} for n in range(6)], prompt="square {n}",
+                     cache=False, inbox=inbox, show=False, max_concurrency=2)  # fmt: skip
+        await h.until_stalled(timeout=10)
+        inbox.approve(inbox.pending()[0])
+        while h.progress.done < 1:  # noqa: ASYNC110 - polled like the view
+            await asyncio.sleep(0.01)
+        await h.until_stalled(timeout=10)
+        h.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await h.task  # type: ignore[misc]
+        assert h.counts() == {"ok": 1, "failed": 0, "cancelled": 2, "running": 0, "pending": 3}
+        return summary_text(h)
+
+    text = asyncio.run(main())
+    assert text.startswith(
+        "squarer: 6 runs, cancelled — 1 ok, 0 failed, 2 cancelled, 3 not started, 0 from the cache"
+    ), text
