@@ -105,11 +105,20 @@ class ManyRun:
         self._listeners: list[Callable[[], None]] = []
         self._awaited: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._shown_inputs: list[dict[str, Any]] | None = None
         self.displayed = False
         """Whether a view of this batch was displayed (so ``h`` on its own shows no second)."""
         self.shown_in: int | None = None
         """The execution count of the cell that displayed it."""
         inbox.on_change(self._inbox_changed)
+
+    def shown_inputs(self) -> list[dict[str, Any]]:
+        """The inputs, redacted (for the DataFrame and the views; computed once)."""
+        if self._shown_inputs is None:
+            from kode_nb._redact import redact
+
+            self._shown_inputs = redact(self.rows)
+        return self._shown_inputs
 
     @property
     def notes(self) -> list[str]:

@@ -5,7 +5,8 @@ then ``output``, ``status``, ``error``, ``turns``, ``input_tokens``, ``output_to
 ``cost``, ``duration``, ``cached``, ``worker``, ``trace`` (the path of the cache file that
 holds the row's trace; :meth:`~kode_nb.many.core.ManyRun.trace` loads it) and ``note``. A row
 not finished has status ``pending`` (or ``running``). Every value is redacted
-(:func:`kode_nb._redact.redact`), the inputs included, so the DataFrame's HTML shows no secret.
+(:func:`kode_nb._redact.redact`) — results when they arrive, inputs once per batch
+(:meth:`~kode_nb.many.core.ManyRun.shown_inputs`) — so the DataFrame's HTML shows no secret.
 
 :func:`results_frame` returns a pandas DataFrame (pandas is needed: the ``dask`` and ``ray``
 extras install it, or ``pip install pandas``); :func:`result_records` gives the same rows as
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kode_nb._redact import redact
 from kode_nb.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -33,7 +33,8 @@ RESULT_COLUMNS = (
 def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[str, Any]]:
     """One dict per row (see the module docstring)."""
     records: list[dict[str, Any]] = []
-    for i, row in enumerate(batch.rows):
+    inputs = batch.shown_inputs()
+    for i, row in enumerate(inputs):
         result = batch.results[i]
         if result is None and finished_only:
             continue
@@ -50,7 +51,7 @@ def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[
                 cached=result.cached, worker=result.worker,
                 trace=str(path) if path is not None else None, note=result.note,
             )  # fmt: skip
-        records.append(redact(rec))
+        records.append(rec)
     return records
 
 

@@ -88,7 +88,6 @@ async def _run_tool(
     executor = shared or make_executor(target, approver, limit)
     tool = target.tools[0]
     root = Span(kind="run", name=target.name)
-    root.set(agent=target.name, model=None, depth=0, tools=[tool.name], prompt=None)
     span = root.child("tool_call", f"execute_tool {tool.name}", tool=tool.name, arguments=dict(row))
     try:
         res = await executor.call(tool.name, dict(row), call_id=f"row{index}_{_nonce()}")
@@ -101,7 +100,8 @@ async def _run_tool(
                 "error_type": res.error_type, "duration": res.duration},
     )  # fmt: skip
     span.finish(res.status, res.text if res.is_error else None)
-    root.set(output=res.text, turns=0)
+    root.set(agent=target.name, model=None, depth=0, tools=[tool.name], prompt=None,
+             output=res.text, turns=0)  # fmt: skip
     root.finish(res.status, res.text if res.is_error else None)
     return RowResult(
         index=index, status=res.status, output=res.text,
