@@ -143,15 +143,25 @@ def _secret_names(env: Mapping[str, str]) -> tuple[str, ...]:
     return names
 
 
+_env_found: tuple[tuple[str, ...], tuple[str | None, ...], list[str]] = ((), (), [])
+"""The last names, their values and the list made from them (the same list object is returned
+while they stay the same)."""
+
+
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values in the environment now (longest first, so overlaps redact fully)."""
+    global _env_found
     env = os.environ if environ is None else environ
-    found = set()
-    for name in _secret_names(env):
-        value = env.get(name)
-        if value is not None and len(value.strip()) >= _MIN_ENV_SECRET:
-            found.add(value)
-    return sorted(found, key=len, reverse=True)
+    names = _secret_names(env)
+    values = tuple(env.get(name) for name in names)  # read fresh every time
+    last = _env_found
+    if env is os.environ and last[0] == names and last[1] == values:
+        return last[2]
+    found = {v for v in values if v is not None and len(v.strip()) >= _MIN_ENV_SECRET}
+    result = sorted(found, key=len, reverse=True)
+    if env is os.environ:
+        _env_found = (names, values, result)
+    return result
 
 
 _registered: set[str] = set()
@@ -189,12 +199,20 @@ def unregister_secret(value: object) -> None:
 def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values redacted now: the environment's and the registered ones (longest
     first)."""
+    global _union
     found = environment_secrets(environ)
     registered = _registered_sorted
-    secrets = (
-        found if not registered else sorted(set(found).union(registered), key=len, reverse=True)
-    )
+    if not registered:
+        return _current(found)
+    last = _union
+    if last[0] is found and last[1] is registered:  # the same lists: the same union
+        return _current(last[2])
+    secrets = sorted(set(found).union(registered), key=len, reverse=True)
+    _union = (found, registered, secrets)
     return _current(secrets)
+
+
+_union: tuple[list[str], list[str], list[str]] = ([], [], [])
 
 
 # Redacted short strings, for the secrets they were redacted against: a trace stores the same
@@ -270,19 +288,26 @@ def redact(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
     return _walk(value, known_secrets(environ), 0)
 
 
+_PLAIN = frozenset({type(None), bool, int, float})
+
+
 def _walk(value: Any, secrets: list[str], depth: int) -> Any:
-    if value is None or isinstance(value, (bool, int, float)):
+    kind = type(value)
+    if kind is str:
+        return _redact_str(value, secrets)
+    if kind in _PLAIN or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
         return _redact_str(value, secrets)
     if depth > 50:
         return "[too deep]"
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         out: dict[str, Any] = {}
-        hidden = _names_a_secret(value)
+        hidden = "value" in value and _names_a_secret(value)
         for key, item in value.items():
-            name = _redact_str(str(key), secrets)
-            secret = is_secret_key(str(key)) or (hidden and key == "value")
+            text = key if type(key) is str else str(key)
+            name = _redact_str(text, secrets)
+            secret = is_secret_key(text) or (hidden and key == "value")
             if secret and item not in (None, "") and not isinstance(item, bool):
                 out[name] = REDACTED
             else:

@@ -26,6 +26,7 @@ The cache is right or empty:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import math
 import os
@@ -79,15 +80,34 @@ class RunCache:
 
     def get(self, row_key: str) -> RowResult | None:
         """The cached result of a row, or ``None`` (missing, or bad: see :attr:`notes`)."""
+        return self.get_many([row_key])[0]
+
+    def get_many(self, row_keys: list[str]) -> list[RowResult | None]:
+        """:meth:`get` of each key, through one handle on the folder."""
+        try:
+            dfd = self._open_folder(create=False)
+        except (OSError, BadEntry) as exc:
+            self._skip(self.folder.name, exc)
+            return [None] * len(row_keys)
+        if dfd is None:
+            return [None] * len(row_keys)
+        collecting = gc.isenabled()
+        gc.disable()  # parsing makes many dicts and no cycles: no collection passes meanwhile
+        try:
+            return [self._get(dfd, key) for key in row_keys]
+        finally:
+            os.close(dfd)
+            if collecting:
+                gc.enable()
+
+    def _get(self, dfd: int, row_key: str) -> RowResult | None:
         name = f"{row_key}.json"
         try:
-            raw = self._read(name)
+            raw = self._read(dfd, name)
         except FileNotFoundError:
             return None
         except (OSError, BadEntry) as exc:
             self._skip(name, exc)
-            return None
-        if raw is None:
             return None
         try:
             result = decode_entry(raw)
@@ -99,18 +119,13 @@ class RunCache:
         result.cached = True
         return result
 
-    def _read(self, name: str) -> bytes | None:
-        dfd = self._open_folder(create=False)
-        if dfd is None:
-            return None
+    def _read(self, dfd: int, name: str) -> bytes:
         try:
             fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
         except OSError as exc:
             if exc.errno == 40:  # ELOOP: a symlink
                 raise BadEntry("it is a symbolic link, which the cache never follows") from None
             raise
-        finally:
-            os.close(dfd)
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
@@ -291,7 +306,8 @@ def decode_entry(raw: bytes) -> RowResult:
             return [walk(v) for v in value]
         return value
 
-    data = walk(data)
+    if shared:  # only an entry with long strings has references to put back
+        data = walk(data)
     check_result_fields(data)
     return RowResult.from_dict(data)
 

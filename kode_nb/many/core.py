@@ -97,7 +97,7 @@ class ManyRun:
         self.prices = prices
         self.results: list[RowResult | None] = [None] * len(rows)
         """Each row's result once it has one."""
-        self.keys = [row_key(r) for r in rows]
+        self._keys: list[str] | None = None
         self.progress = Progress(total=len(rows))
         self.task: asyncio.Task[None] | None = None
         self.status = "pending"
@@ -111,6 +111,13 @@ class ManyRun:
         self.shown_in: int | None = None
         """The execution count of the cell that displayed it."""
         inbox.on_change(self._inbox_changed)
+
+    @property
+    def keys(self) -> list[str]:
+        """Each row's cache key (a digest of its input), made when first needed."""
+        if self._keys is None:
+            self._keys = [row_key(r) for r in self.rows]
+        return self._keys
 
     def shown_inputs(self) -> list[dict[str, Any]]:
         """The inputs, redacted (for the DataFrame and the views; computed once)."""
@@ -149,8 +156,8 @@ class ManyRun:
         p.started = time.perf_counter()
         self.status = "running"
         todo: list[int] = []
-        for i, key in enumerate(self.keys):
-            hit = self.cache.get(key) if self.cache is not None else None
+        hits = self.cache.get_many(self.keys) if self.cache is not None else [None] * len(self.rows)
+        for i, hit in enumerate(hits):
             if hit is not None and not decisions_hold(hit, self.inbox.policy, i):
                 hit = None  # the inbox's policy now answers one of its approvals otherwise
             if hit is not None:
@@ -161,9 +168,15 @@ class ManyRun:
         self._changed()
         if todo:
             await self.engine.start(self.target, self.inbox, self.prices)
-            gate = asyncio.Semaphore(self.max_concurrency)
+            rows = iter(todo)  # shared: each worker takes the next row when it is free
+
+            async def worker() -> None:
+                for i in rows:
+                    await self._one(i)
+
             try:
-                self._tasks = [asyncio.ensure_future(self._one(i, gate)) for i in todo]
+                workers = min(self.max_concurrency, len(todo))
+                self._tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
                 await asyncio.gather(*self._tasks)
             except asyncio.CancelledError:
                 self._stop_rows()
@@ -178,30 +191,30 @@ class ManyRun:
         self.status = "cancelled" if self.status == "cancelled" else "finished"
         self._changed()
 
-    async def _one(self, i: int, gate: asyncio.Semaphore) -> None:
-        async with gate:
-            self.progress.running += 1
-            self._changed()
-            try:
-                result = await self.engine.run(i, self.rows[i])
-            except asyncio.CancelledError:
-                self._record(i, RowResult(index=i, status="cancelled",
-                                          error="cancelled before the run finished"))  # fmt: skip
-                raise
-            except Exception as exc:  # an engine failure: this row only
-                result = RowResult(index=i, status="error", error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self.progress.running -= 1
-            result.index = i
+    async def _one(self, i: int) -> None:
+        self.progress.running += 1
+        self._changed()
+        try:
+            result = await self.engine.run(i, self.rows[i])
+        except asyncio.CancelledError:
+            self._record(i, RowResult(index=i, status="cancelled",
+                                      error="cancelled before the run finished"))  # fmt: skip
+            raise
+        except Exception as exc:  # an engine failure: this row only
+            result = RowResult(index=i, status="error", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self.progress.running -= 1
+        result.index = i
+        if not getattr(self.engine, "redacts", False):  # made elsewhere: redact it here
             result = redact_result(result)
-            if self.cache is not None:
-                try:
-                    self.cache.put(self.keys[i], result)
-                except (OSError, ValueError, RecursionError) as exc:
-                    add_note(result, f"not cached: {type(exc).__name__}: {exc}")
-            self.progress.ran += 1
-            self._record(i, result)
-            self._changed()
+        if self.cache is not None:
+            try:
+                self.cache.put(self.keys[i], result)
+            except (OSError, ValueError, RecursionError) as exc:
+                add_note(result, f"not cached: {type(exc).__name__}: {exc}")
+        self.progress.ran += 1
+        self._record(i, result)
+        self._changed()
 
     def _record(self, i: int, result: RowResult) -> None:
         p = self.progress

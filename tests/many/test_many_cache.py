@@ -227,3 +227,32 @@ async def test_a_large_result_is_stored_once_and_capped(tmp_path: Path) -> None:
     assert df["output"][0] == "z" * size
     assert df["trace"][0] is None
     assert "not cached: the result is larger than the cache's cap" in df["note"][0]
+
+
+async def test_a_tool_rows_trace_records_its_approval_and_is_rechecked(tmp_path: Path) -> None:
+    from kode_nb.agents.trace import SCHEMA
+    from kode_nb.many.runner import TRACE_SCHEMA
+
+    assert TRACE_SCHEMA == SCHEMA
+    reg = ToolRegistry()
+    ran: list[str] = []
+
+    def note(text: str) -> str:
+        """Keep a note."""
+        ran.append(text)
+        return "noted " + text
+
+    tool = define_tool(note, registry=reg, kind="edit")
+    rows = [{"text": "a"}, {"text": "b"}]
+    h = run_many(tool, rows, cache=tmp_path, policy=lambda request, row: True)
+    await h
+    spans = h.trace(1).spans()
+    assert [s.kind for s in spans] == ["run", "tool_call"]
+    assert [e["name"] for e in spans[1].events] == ["approval_requested", "approval_resolved"]
+    assert spans[1].events[1]["attributes"]["approved"] is True
+    assert spans[1].attributes["arguments"] == {"text": "b"}
+    assert ran == ["a", "b"]
+    df = await run_many(tool, rows, cache=tmp_path, policy=lambda request, row: row == 0 or "no")
+    assert list(df["cached"]) == [True, False]
+    assert ran == ["a", "b"]  # row 1 ran again and was denied this time
+    assert df["status"][1] != "ok"
