@@ -157,16 +157,17 @@ async def evals() -> tuple[float, float]:
     return took
 
 
-async def resume(folder: Path) -> tuple[float, float]:
+async def resume(folder: Path) -> tuple[float, tuple[float, float]]:
+    """(first run's wall seconds, (wall, CPU) seconds of the resumed run)."""
     agent = make_agent()
     inputs = [f"add for {i}" for i in range(N)]
     t0 = time.perf_counter()
     await run_many(agent, inputs, max_concurrency=CONCURRENCY, cache=folder, show=False)
     first = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    start = clocks()
     batch = run_many(agent, inputs, max_concurrency=CONCURRENCY, cache=folder, show=False)
     await batch
-    again = time.perf_counter() - t0
+    again = since(start)
     assert batch.progress.cached == N
     return first, again
 
@@ -208,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     kodes: list[tuple[float, float]] = []
     evalss: list[tuple[float, float]] = []
     firsts: list[float] = []
-    agains: list[float] = []
+    agains: list[tuple[float, float]] = []
     contenders = [(floor, floors), (kode, kodes), (evals, evalss), (bare, bares)]
     for fn, _ in contenders:  # warm-up: imports, first-call caches
         asyncio.run(fn())
@@ -261,8 +262,11 @@ def main(argv: list[str] | None = None) -> int:
 
     say(f"\n3. resuming a finished {N}-row run of a one-tool scripted agent (all cached; "
         "median of 5)")  # fmt: skip
-    say(f"   first run {statistics.median(firsts):.3f} s, resumed {statistics.median(agains):.3f} s "
-        f"(target ≤ 1 s) {'PASS' if statistics.median(agains) <= 1.0 else 'FAIL'}")  # fmt: skip
+    wall = statistics.median(a[0] for a in agains)
+    cpu = statistics.median(a[1] for a in agains)
+    say(f"   first run {statistics.median(firsts):.3f} s; resumed in {wall:.3f} s wall "
+        f"({'PASS' if wall <= 1.0 else 'FAIL'}), {cpu:.3f} s CPU "
+        f"({'PASS' if cpu <= 1.0 else 'FAIL'})  (target ≤ 1 s)")  # fmt: skip
 
     # 2: cluster throughput
     from distributed import Client, LocalCluster

@@ -4,7 +4,10 @@
   (:mod:`.core`); :func:`arun_many` for async code.
 * :class:`Inbox` — one approval inbox for all rows (:mod:`.inbox`).
 * :func:`compare` / :func:`variant` — the same inputs through two variants (:mod:`.compare`).
-* :class:`RunCache` — finished rows on disk (:mod:`.cache`).
+* :class:`RunCache` — finished rows on disk, right or empty (:mod:`.cache`); cached rows are
+  re-checked against the inbox's policy (:mod:`.recheck`).
+* Approvals from workers travel sealed with a per-batch key (:mod:`.channel`, :mod:`.relay`):
+  only the notebook can answer them.
 * Engines (:mod:`.engines`): local, Dask (:mod:`.dask_engine`), Ray (:mod:`.ray_engine`).
 * :class:`Target` — what travels to a worker (:mod:`.target`); :class:`RowResult` — what
   comes back (:mod:`.rows`).

@@ -224,9 +224,15 @@ class _RelayApprover:
         import distributed
 
         requests = distributed.Queue(name, client=client)
+        answers: dict[str, Any] = {}  # the answer queues of the requests being asked
 
         def poll(ident: str) -> list[Any]:
-            return list(distributed.Queue(f"{name}-{ident}", client=client).get(batch=True))
+            queue = answers.get(ident)
+            if queue is None:
+                if len(answers) > 16:  # requests asked before, long answered
+                    answers.clear()
+                queue = answers[ident] = distributed.Queue(f"{name}-{ident}", client=client)
+            return list(queue.get(batch=True))
 
         self.asker = WorkerAsker(channel, requests.put, poll, timeout=timeout, where="dask worker")
         self._waiting = 0
