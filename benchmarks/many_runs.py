@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     local = asyncio.run(throughput("local", rows, work))
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                     dashboard_address=None, silence_logs=50) as cluster,
+                     dashboard_address="127.0.0.1:0", silence_logs=50) as cluster,
         Client(cluster) as client,
     ):  # fmt: skip
         asyncio.run(throughput(client, 4, work))  # warm-up: ship the target, import kode_nb

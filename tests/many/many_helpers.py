@@ -109,8 +109,9 @@ def leaky_agent(secret: str) -> Agent:
 
 
 def local_cluster(distributed: Any) -> Any:
-    """A Dask LocalCluster of 2 worker processes (1 thread each) on 127.0.0.1, no dashboard."""
+    """A Dask LocalCluster of 2 worker processes (1 thread each) on 127.0.0.1; its HTTP server
+    on a free loopback port (dashboard_address=None still tries port 8787)."""
     return distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, silence_logs=50,
+        dashboard_address="127.0.0.1:0", silence_logs=50,
     )  # fmt: skip
