@@ -201,7 +201,9 @@ class ManyRun:
                                       error="cancelled before the run finished"))  # fmt: skip
             raise
         except Exception as exc:  # an engine failure: this row only
-            result = RowResult(index=i, status="error", error=f"{type(exc).__name__}: {exc}")
+            result = redact_result(
+                RowResult(index=i, status="error", error=f"{type(exc).__name__}: {exc}")
+            )
         finally:
             self.progress.running -= 1
         result.index = i

@@ -223,8 +223,13 @@ class _RelayApprover:
     def __init__(self, client: Any, name: str, channel: Channel, timeout: float) -> None:
         import distributed
 
-        requests = distributed.Queue(name, client=client)
+        queues: dict[str, Any] = {}  # made when first needed: most rows never ask
         answers: dict[str, Any] = {}  # the answer queues of the requests being asked
+
+        def post(msg: dict[str, Any]) -> None:
+            if "requests" not in queues:
+                queues["requests"] = distributed.Queue(name, client=client)
+            queues["requests"].put(msg)
 
         def poll(ident: str) -> list[Any]:
             queue = answers.get(ident)
@@ -234,7 +239,7 @@ class _RelayApprover:
                 queue = answers[ident] = distributed.Queue(f"{name}-{ident}", client=client)
             return list(queue.get(batch=True))
 
-        self.asker = WorkerAsker(channel, requests.put, poll, timeout=timeout, where="dask worker")
+        self.asker = WorkerAsker(channel, post, poll, timeout=timeout, where="dask worker")
         self._waiting = 0
 
     async def __call__(self, request: Any) -> Any:
