@@ -339,9 +339,9 @@ class ManyRun:
         )
 
     def _ipython_display_(self) -> None:
-        from kode_nb.ui.many_view import show_again
+        from kode_nb.ui.many_view import show
 
-        show_again(self)
+        show(self)
 
 
 def _prepare(

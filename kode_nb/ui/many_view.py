@@ -311,11 +311,17 @@ def ManyView(batch: ManyRun) -> Any:
 
 
 def show(batch: ManyRun) -> None:
-    """Display ``batch``: the live view while it runs, the static record once it has ended."""
+    """Display ``batch``: the live view while it runs, the static record once it has ended —
+    once: a batch already displayed shows nothing more in that cell, and a line of text
+    pointing at its view in a later one (``h = run_many(...)`` then ``h``)."""
     from IPython.display import display
 
     from kode_nb.ui.cell_display import display_in_cell
 
+    if batch.displayed:
+        if not _same_cell(batch):
+            display({"text/plain": f"{batch!r} (its view is shown where it started)"}, raw=True)
+        return
     batch.displayed = True
     from IPython import get_ipython
 
@@ -334,19 +340,6 @@ def show(batch: ManyRun) -> None:
     batch.task.add_done_callback(lambda _: view.finish())
     if view.display_handle is not None:
         batch.on_awaited(lambda: _publish_final(batch, view.display_handle.display_id))
-
-
-def show_again(batch: ManyRun) -> None:
-    """``h`` on its own line: the view, unless it is already displayed — then only a line of
-    text pointing at it (nothing in the cell that displayed it), so a run is one display."""
-    if not batch.displayed:
-        show(batch)
-        return
-    if _same_cell(batch):
-        return
-    from IPython.display import display
-
-    display({"text/plain": f"{batch!r} (its view is shown where it started)"}, raw=True)
 
 
 def _same_cell(batch: ManyRun) -> bool:
