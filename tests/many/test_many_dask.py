@@ -151,7 +151,7 @@ async def test_another_client_of_the_scheduler_cannot_answer_an_approval(
         report = json.loads(out)
         assert report["stolen"] >= 1  # it did take the request off the queue
         assert report["answered"] >= 3
-        for _ in range(400):  # posted again, the request reaches the notebook
+        for _ in range(1200):  # posted again, the request reaches the notebook
             if inbox.pending():
                 break
             await asyncio.sleep(0.05)

@@ -102,7 +102,7 @@ async def test_code_holding_the_relay_cannot_answer_an_approval(
     report = await attacker.remote(engine._relay)
     assert report["stolen"] >= 1
     assert report["answered"] >= 3
-    for _ in range(400):
+    for _ in range(1200):
         if inbox.pending():
             break
         await asyncio.sleep(0.05)
