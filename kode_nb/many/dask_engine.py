@@ -245,8 +245,8 @@ class _RelayApprover:
     async def __call__(self, request: Any) -> Any:
         import distributed
 
-        from kode_nb import approve, deny
         from kode_nb.many.runner import CURRENT_ROW
+        from kode_nb.policy import approve, deny
 
         body = {
             "row": CURRENT_ROW.get(), "tool": request.tool, "kind": request.kind,

@@ -193,8 +193,8 @@ class _RelayApprover:
         self.asker = WorkerAsker(channel, post, poll, timeout=timeout, where="ray worker")
 
     async def __call__(self, request: Any) -> Any:
-        from kode_nb import approve, deny
         from kode_nb.many.runner import CURRENT_ROW
+        from kode_nb.policy import approve, deny
 
         body = {
             "row": CURRENT_ROW.get(), "tool": request.tool, "kind": request.kind,

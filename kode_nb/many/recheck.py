@@ -23,7 +23,7 @@ def decisions_hold(result: RowResult, policy: Callable[..., Any] | None, row: in
     """Whether ``policy`` agrees with every approval decision recorded in ``result``."""
     if policy is None:
         return True
-    from kode_nb import ApprovalDecision, ApprovalRequest
+    from kode_nb.policy import ApprovalDecision, ApprovalRequest
 
     trace = result.trace_dict()
     if not isinstance(trace, Mapping):
