@@ -5,8 +5,8 @@
 * :class:`Inbox` — one approval inbox for all rows (:mod:`.inbox`).
 * :func:`compare` / :func:`variant` — the same inputs through two variants (:mod:`.compare`).
 * :class:`RunCache` — finished rows on disk, right or empty (:mod:`.cache`); cached rows are
-  re-checked against the inbox's policy (:mod:`.recheck`).
-* Approvals from workers travel sealed with a per-batch key (:mod:`.channel`, :mod:`.relay`):
+  re-checked against the inbox's policy (:mod:`._recheck`).
+* Approvals from workers travel sealed with a per-batch key (:mod:`._channel`, :mod:`._relay`):
   only the notebook can answer them.
 * Engines (:mod:`.engines`): local, Dask (:mod:`.dask_engine`), Ray (:mod:`.ray_engine`).
 * :class:`Target` — what travels to a worker (:mod:`.target`); :class:`RowResult` — what

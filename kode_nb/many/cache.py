@@ -169,7 +169,7 @@ class RunCache:
         data["note"] = None
         text = encode_entry(data, self.max_entry_bytes)
         if text is None:
-            from kode_nb.many.relay import add_note
+            from kode_nb.many._relay import add_note
 
             add_note(result, f"not cached: the result is larger than the cache's cap of "
                              f"{_size(self.max_entry_bytes)} (RunCache max_entry_bytes)")  # fmt: skip

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from kode_nb.errors import ConfigurationError
+from kode_nb.many._recheck import decisions_hold
+from kode_nb.many._relay import add_note
 from kode_nb.many.cache import DEFAULT_CACHE_DIR, RunCache
 from kode_nb.many.engines import Engine, make_engine
 from kode_nb.many.inbox import Inbox
-from kode_nb.many.recheck import decisions_hold
-from kode_nb.many.relay import add_note
 from kode_nb.many.rows import RowResult, normalize_inputs, redact_result, row_key
 from kode_nb.many.runner import Prices
 from kode_nb.many.target import Target, as_target

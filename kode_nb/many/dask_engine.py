@@ -7,7 +7,7 @@ with an approver that sends the request to the notebook: a ``distributed.Queue``
 the batch carries requests to a relay task in the notebook, which parks them in the
 :class:`~kode_nb.many.inbox.Inbox`; the answer comes back through a ``distributed.Queue``
 named after the request. Both are sealed with the batch's key, which travels only inside the
-rows' tasks (:mod:`kode_nb.many.channel`): an answer from another client of the scheduler is
+rows' tasks (:mod:`kode_nb.many._channel`): an answer from another client of the scheduler is
 refused, and the worker keeps waiting for the notebook's. A worker waits at most
 ``approval_timeout`` seconds, then denies.
 
@@ -30,9 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.many.channel import Channel
+from kode_nb.many._channel import Channel
+from kode_nb.many._relay import NotebookAnswerer, WorkerAsker, refused_note
 from kode_nb.many.inbox import Inbox
-from kode_nb.many.relay import NotebookAnswerer, WorkerAsker, refused_note
 from kode_nb.many.rows import RowResult
 from kode_nb.many.runner import Prices
 from kode_nb.many.target import Target
@@ -218,7 +218,7 @@ def _settle(done: asyncio.Future[None]) -> None:
 
 class _RelayApprover:
     """A worker's approver: asks the notebook's inbox through the batch's queues, sealed with
-    the batch's :class:`~kode_nb.many.channel.Channel`."""
+    the batch's :class:`~kode_nb.many._channel.Channel`."""
 
     def __init__(self, client: Any, name: str, channel: Channel, timeout: float) -> None:
         import distributed

@@ -6,7 +6,7 @@ that, the row ends with status ``worker_lost`` and Ray's message). Approvals rai
 worker go to a small actor (:class:`_Relay`), which the notebook polls and answers; the worker
 waits for the answer at most ``approval_timeout`` seconds, then denies. Requests and answers
 are sealed with the batch's key, which travels only with the rows' tasks
-(:mod:`kode_nb.many.channel`): an answer posted by anyone else is refused.
+(:mod:`kode_nb.many._channel`): an answer posted by anyone else is refused.
 
 Ray must be started first (``ray.init(...)``); when it is not, ``RayEngine`` starts a local
 one on 127.0.0.1 only (:func:`start_local_ray`).
@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.many.channel import Channel
+from kode_nb.many._channel import Channel
+from kode_nb.many._relay import NotebookAnswerer, WorkerAsker, refused_note
 from kode_nb.many.inbox import Inbox
-from kode_nb.many.relay import NotebookAnswerer, WorkerAsker, refused_note
 from kode_nb.many.rows import RowResult
 from kode_nb.many.runner import Prices
 from kode_nb.many.target import Target
@@ -65,7 +65,7 @@ def _import_ray() -> Any:
 class _Relay:
     """The actor sealed approval messages travel through (one per batch). It only carries
     them: whoever holds its handle can post, take or answer, and the seals decide what counts
-    (:mod:`kode_nb.many.channel`)."""
+    (:mod:`kode_nb.many._channel`)."""
 
     def __init__(self) -> None:
         self.requests: list[Any] = []

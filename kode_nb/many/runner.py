@@ -138,7 +138,7 @@ async def _run_tool(
 class _Recording:
     """An approver that asks ``approver`` and records the request and the decision as the
     tool-call span's events (as an agent run's trace has them), so a cached row can be
-    re-checked against a later policy (:mod:`kode_nb.many.recheck`)."""
+    re-checked against a later policy (:mod:`kode_nb.many._recheck`)."""
 
     __slots__ = ("approver", "events")
 

@@ -11,7 +11,7 @@ Ray engines ship it.
 each tool's name, schema, kind, approval rule and code (a digest of its function's bytecode,
 constants and names, nested functions included), limits, the executor's policy — so a cache
 entry is reused only for the same definition (the inbox's policy is checked row by row
-instead: :mod:`kode_nb.many.recheck`).
+instead: :mod:`kode_nb.many._recheck`).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kode_nb.many import Inbox
-from kode_nb.many.channel import Channel
-from kode_nb.many.relay import NotebookAnswerer, WorkerAsker
+from kode_nb.many._channel import Channel
+from kode_nb.many._relay import NotebookAnswerer, WorkerAsker
 
 
 def test_a_seal_opens_only_with_its_key_kind_and_id(caplog: pytest.LogCaptureFixture) -> None:

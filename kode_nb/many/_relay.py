@@ -9,7 +9,7 @@
 
 The transport is two functions per side: ``post(sealed request)`` / ``poll(request id) ->
 messages`` on the worker, ``send(request id, sealed answer)`` in the notebook. See
-:mod:`kode_nb.many.channel` for what the seals protect against.
+:mod:`kode_nb.many._channel` for what the seals protect against.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from kode_nb.many.channel import LOG, Channel, answer_body
+from kode_nb.many._channel import LOG, Channel, answer_body
 from kode_nb.many.inbox import Inbox
 
 __all__ = ["NotebookAnswerer", "WorkerAsker", "add_note", "refused_note"]
