@@ -21,8 +21,8 @@ secrets are replaced by ``[REDACTED]``:
   ``{"key": "DB_PASSWORD", "value": …}``, ``{"name": "Authorization", "value": …}``).
 
 In a Jupyter kernel, what code prints goes out on IOPub: :func:`redact_kernel_output` puts a
-:class:`RedactingStream` in front of the kernel's ``sys.stdout``/``sys.stderr`` (``import
-kode_nb`` and ``%load_ext kode_nb`` do it in a kernel), so what a tool prints passes through
+:class:`RedactingStream` in front of the kernel's ``sys.stdout``/``sys.stderr`` (every
+:class:`~kode_nb.Executor` made in a kernel does), so what a tool prints passes through
 :func:`redact_stream` — a tail that may be the start of a known secret is held until the next
 write or flush — before it is sent. Outside a kernel nothing is wrapped.
 
@@ -30,7 +30,7 @@ What it cannot catch: a secret the session was never told about, whose name matc
 and whose text has no known shape (a password passed as ``text=...``), and a secret split
 across two streamed chunks.
 
-The trace recorder (:mod:`kode_nb.agents.trace`) and :class:`~kode_nb.JsonlAuditLog` run every
+The trace recorder (:mod:`kode_nb.traces._trace`) and :class:`~kode_nb.JsonlAuditLog` run every
 value through :func:`redact` before storing it, so traces, their JSON and OpenTelemetry exports
 and audit logs never hold a secret; the notebook displays (:mod:`kode_nb.ui.html`'s escaping,
 JSON and clipping helpers, streamed updates) and magic error messages pass what they show

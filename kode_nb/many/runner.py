@@ -29,7 +29,7 @@ CURRENT_ROW: contextvars.ContextVar[int | None] = contextvars.ContextVar(
 )
 
 TRACE_SCHEMA = "kode_nb.trace/v2"
-"""The schema of the traces a tool row makes (``kode_nb.agents.trace.SCHEMA``; a test checks
+"""The schema of the traces a tool row makes (``kode_nb.traces.SCHEMA``; a test checks
 they agree)."""
 
 Prices = Mapping[str, tuple[float, float]]
@@ -73,14 +73,15 @@ async def run_row(
 def make_executor(target: Target, approver: Any, max_concurrency: int | None) -> Any:
     """An executor for ``target``'s runs: its tools only, its policy (a subagent's narrowed to
     its allowlist), ``approver``."""
-    from kode_nb import Executor, ToolRegistry
+    from kode_nb.execution import Executor
+    from kode_nb.tools import ToolRegistry
 
     registry = ToolRegistry()
     registry.register_many(target.tools)
     policy = target.policy
     if target.kind == "subagent":
-        from kode_nb import Policy
         from kode_nb.agents import NarrowedPolicy
+        from kode_nb.policy import Policy
 
         policy = NarrowedPolicy(policy or Policy(), target.definition.tools, owner=target.name)
     return Executor(registry, policy=policy, approver=approver, max_concurrency=max_concurrency)

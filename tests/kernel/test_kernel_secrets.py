@@ -174,7 +174,7 @@ def test_no_secret_reaches_a_saved_notebook(tmp_path: Path, fake_secrets: dict[s
 
 PRINTING = '''
 import os, sys
-import kode_nb  # no %load_ext: importing kode_nb in a kernel is enough
+import kode_nb  # no %load_ext: an Executor made in a kernel is enough
 from kode_nb import Executor, ToolRegistry, define_tool
 from kode_nb._redact import register_secret
 

@@ -230,8 +230,8 @@ async def test_a_large_result_is_stored_once_and_capped(tmp_path: Path) -> None:
 
 
 async def test_a_tool_rows_trace_records_its_approval_and_is_rechecked(tmp_path: Path) -> None:
-    from kode_nb.agents.trace import SCHEMA
     from kode_nb.many.runner import TRACE_SCHEMA
+    from kode_nb.traces import SCHEMA
 
     assert TRACE_SCHEMA == SCHEMA
     reg = ToolRegistry()
