@@ -20,6 +20,12 @@ secrets are replaced by ``[REDACTED]``:
   and the ``value`` of a mapping whose ``key``/``name`` is a secret-looking name (``set_env``'s
   ``{"key": "DB_PASSWORD", "value": …}``, ``{"name": "Authorization", "value": …}``).
 
+In a Jupyter kernel, what code prints goes out on IOPub: :func:`redact_kernel_output` puts a
+:class:`RedactingStream` in front of the kernel's ``sys.stdout``/``sys.stderr`` (every
+:class:`~kode_nb.Executor` made in a kernel does), so what a tool prints passes through
+:func:`redact_stream` — a tail that may be the start of a known secret is held until the next
+write or flush — before it is sent. Outside a kernel nothing is wrapped.
+
 What it cannot catch: a secret the session was never told about, whose name matches nothing
 and whose text has no known shape (a password passed as ``text=...``), and a secret split
 across two streamed chunks.
@@ -36,16 +42,19 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
     "REDACTED",
+    "RedactingStream",
     "environment_secrets",
     "is_secret_key",
     "known_secrets",
     "redact",
+    "redact_kernel_output",
     "redact_text",
     "redact_stream",
     "register_secret",
@@ -134,15 +143,25 @@ def _secret_names(env: Mapping[str, str]) -> tuple[str, ...]:
     return names
 
 
+_env_found: tuple[tuple[str, ...], tuple[str | None, ...], list[str]] = ((), (), [])
+"""The last names, their values and the list made from them (the same list object is returned
+while they stay the same)."""
+
+
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values in the environment now (longest first, so overlaps redact fully)."""
+    global _env_found
     env = os.environ if environ is None else environ
-    found = set()
-    for name in _secret_names(env):
-        value = env.get(name)
-        if value is not None and len(value.strip()) >= _MIN_ENV_SECRET:
-            found.add(value)
-    return sorted(found, key=len, reverse=True)
+    names = _secret_names(env)
+    values = tuple(env.get(name) for name in names)  # read fresh every time
+    last = _env_found
+    if env is os.environ and last[0] == names and last[1] == values:
+        return last[2]
+    found = {v for v in values if v is not None and len(v.strip()) >= _MIN_ENV_SECRET}
+    result = sorted(found, key=len, reverse=True)
+    if env is os.environ:
+        _env_found = (names, values, result)
+    return result
 
 
 _registered: set[str] = set()
@@ -180,12 +199,20 @@ def unregister_secret(value: object) -> None:
 def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values redacted now: the environment's and the registered ones (longest
     first)."""
+    global _union
     found = environment_secrets(environ)
     registered = _registered_sorted
-    secrets = (
-        found if not registered else sorted(set(found).union(registered), key=len, reverse=True)
-    )
+    if not registered:
+        return _current(found)
+    last = _union
+    if last[0] is found and last[1] is registered:  # the same lists: the same union
+        return _current(last[2])
+    secrets = sorted(set(found).union(registered), key=len, reverse=True)
+    _union = (found, registered, secrets)
     return _current(secrets)
+
+
+_union: tuple[list[str], list[str], list[str]] = ([], [], [])
 
 
 # Redacted short strings, for the secrets they were redacted against: a trace stores the same
@@ -261,19 +288,26 @@ def redact(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
     return _walk(value, known_secrets(environ), 0)
 
 
+_PLAIN = frozenset({type(None), bool, int, float})
+
+
 def _walk(value: Any, secrets: list[str], depth: int) -> Any:
-    if value is None or isinstance(value, (bool, int, float)):
+    kind = type(value)
+    if kind is str:
+        return _redact_str(value, secrets)
+    if kind in _PLAIN or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
         return _redact_str(value, secrets)
     if depth > 50:
         return "[too deep]"
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         out: dict[str, Any] = {}
-        hidden = _names_a_secret(value)
+        hidden = "value" in value and _names_a_secret(value)
         for key, item in value.items():
-            name = _redact_str(str(key), secrets)
-            secret = is_secret_key(str(key)) or (hidden and key == "value")
+            text = key if type(key) is str else str(key)
+            name = _redact_str(text, secrets)
+            secret = is_secret_key(text) or (hidden and key == "value")
             if secret and item not in (None, "") and not isinstance(item, bool):
                 out[name] = REDACTED
             else:
@@ -325,3 +359,53 @@ def redact_stream(text: str, *, final: bool = False) -> tuple[str, str]:
     if hold == 0:
         return redact_text(text), ""
     return redact_text(text[: len(text) - hold]), text[len(text) - hold :]
+
+
+class RedactingStream:
+    """A text stream that redacts what it passes on to ``inner`` (other attributes: inner's)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._held = ""
+        self._lock = threading.Lock()
+
+    def write(self, text: Any) -> int:
+        if not isinstance(text, str):
+            return int(self._inner.write(text))
+        with self._lock:
+            shown, self._held = redact_stream(self._held + text)
+            if shown:
+                self._inner.write(shown)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held:
+                self._inner.write(redact_text(self._held))
+                self._held = ""
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _is_kernel_stream(stream: Any) -> bool:
+    return type(stream).__module__.startswith("ipykernel.")
+
+
+def redact_kernel_output() -> bool:
+    """Wrap the kernel's ``sys.stdout``/``sys.stderr`` (see the module docstring); True when
+    they are (now or already) redacted."""
+    done = False
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if isinstance(stream, RedactingStream):
+            done = True
+        elif _is_kernel_stream(stream):
+            setattr(sys, name, RedactingStream(stream))
+            done = True
+    return done

@@ -155,9 +155,10 @@ tickets[7]""",
 ## One run per row
 
 The cell returns at once. The live view counts done, failed, running and waiting rows, runs a
-second, ETA and tokens, and lists the approvals waiting in the inbox with **Approve**, **Deny**
-and **Approve all** / **Deny all** buttons. When the batch ends it is replaced by its record
-(what you see below, saved with the notebook).""",
+second, ETA and tokens, and the approvals waiting in the inbox, grouped by tool and argument
+pattern: one **Approve all (N)** / **Deny all (N)** per group, and **Approve** / **Deny** for each
+request. When the batch ends it is replaced by its record — a summary, the first rows and how
+many more there are (what you see below, saved with the notebook).""",
     ),
     (
         "py",
@@ -294,7 +295,8 @@ small in-process cluster stands in for a real one (`pip install 'kode_nb[dask]'`
 from distributed import Client, LocalCluster
 
 with (
-    LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+    LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                 dashboard_address="127.0.0.1:0") as cluster,  # loopback only
     Client(cluster) as client,
 ):
     d = kode_nb.run_many("triage", tickets[:20], engine=client, cache=False,

@@ -37,7 +37,8 @@ ALLOWED: dict[str, set[str]] = {
     "tools": {"types", "errors", "_finite"},
     "policy": {"tools", "types", "errors", "_paths"},
     "events": {"types", "errors", "_redact"},
-    "execution": {"tools", "policy", "events", "types", "errors", "_threads"},
+    # _redact: in a kernel, what a tool prints is redacted before IOPub (Executor.__init__)
+    "execution": {"tools", "policy", "events", "types", "errors", "_threads", "_redact"},
     "models": {"tools", "types", "errors", "_redact"},
     "traces": {"errors", "_redact"},
     "stepping": {"traces", "models", "tools", "types", "errors"},
@@ -104,6 +105,7 @@ ALLOWED: dict[str, set[str]] = {
         "types",
         "errors",
         "_live",
+        "_redact",  # results are redacted before they are cached or shown
     },
 }
 CORE = set(ALLOWED)

@@ -9,6 +9,10 @@
   target through the directory handle, so readers see the old content or the new, never a
   partial file; the old file's mode is kept. Temporary files of ours that an interrupted write
   left behind (older than :data:`STALE_TEMP_SECONDS`) are removed by later writes there.
+* :func:`write_lock` holds ``flock(LOCK_EX)`` on the target's directory while a write tool reads,
+  checks and replaces a file there: ``write_file`` and ``edit_file`` share it, so two of them
+  never interleave, and a process that appends under the same lock (``flock`` on the directory,
+  then ``open(O_APPEND)``, write, close) never loses a write to an edit.
 * :func:`decode` turns bytes into text or raises a :class:`~kode_nb.errors.ToolError` that says
   which byte failed and how to read the file anyway.
 * :func:`unified_diff` renders the approval preview of a change.
@@ -58,6 +62,7 @@ __all__ = [
     "sweep_temps",
     "unified_diff",
     "walk",
+    "write_lock",
 ]
 
 BINARY_SAMPLE = 8192
@@ -195,6 +200,24 @@ class ReplaceGuard(Protocol):
 
     def refuse(self) -> NoReturn:
         """Raise the error that says the file changed."""
+
+
+@contextlib.contextmanager
+def write_lock(loc: Location) -> Iterator[None]:
+    """``flock(LOCK_EX)`` on ``loc``'s directory for the block (see the module docstring).
+    Another thread of this process holding it for the same directory waits too: the lock
+    belongs to the directory handle, and each call opens its own."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the version checks alone guard the edit
+        yield
+        return
+    fd = os.open(".", os.O_RDONLY | os.O_CLOEXEC, dir_fd=loc.dir_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def atomic_write(loc: Location, data: bytes, guard: ReplaceGuard | None = None) -> bool:

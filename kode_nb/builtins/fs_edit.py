@@ -1,7 +1,9 @@
 """The writing half of the ``fs`` tools: ``write_file`` and ``edit_file`` and their previews.
 
 Both write atomically (:func:`~kode_nb.builtins._files.atomic_write`) through a handle on the
-target's directory and keep an existing file's mode. ``edit_file`` reads the file through a
+target's directory and keep an existing file's mode, holding the directory's write lock
+(:func:`~kode_nb.builtins._files.write_lock`, ``flock``) from the read to the replace: two
+kode_nb writes never interleave, and a process that appends under the same lock loses nothing. ``edit_file`` reads the file through a
 handle and, just before the new version replaces it, checks that the file there still has the
 same inode, size, modification time and SHA-256; if another process changed it in between, the
 edit is refused (nothing is written) with a message telling the model to read it again. Where
@@ -36,6 +38,7 @@ from kode_nb.builtins._files import (
     looks_binary,
     open_entry,
     unified_diff,
+    write_lock,
 )
 from kode_nb.errors import ToolError
 from kode_nb.types import ToolContext
@@ -167,7 +170,8 @@ class EditTools:
             if loc.name == "." or (info is not None and stat.S_ISDIR(info.st_mode)):
                 raise ToolError(tool, f"{path!r} is a directory; write_file writes files.")
             previous = None if info is None else info.st_size
-            atomic_write(loc, data)
+            with write_lock(loc):
+                atomic_write(loc, data)
         if previous is None:
             return f"Created {path} ({len(data)} bytes)."
         return f"Wrote {len(data)} bytes to {path} (replacing {previous} bytes)."
@@ -192,13 +196,12 @@ class EditTools:
         """
         tool = ctx.tool
         enc = check_encoding(tool, encoding)
-        with confined(ctx, path) as loc:
+        with confined(ctx, path) as loc, write_lock(loc):
             text, seen = self._read_text(loc, enc, tool, path)
             new_text, count = apply_edit(
                 text, old_string, new_string, replace_all, tool=tool, shown=path
             )
             data = _encode(tool, new_text, enc, path)
-
             atomic_write(loc, data, guard=_Unchanged(loc, seen, tool, path))
         return f"Edited {path}: {count} replacement{'s' if count != 1 else ''}."
 

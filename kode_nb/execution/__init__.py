@@ -9,7 +9,8 @@ hold, beside the functions that plan a tool's limits and timeout and stop a call
 :class:`~kode_nb.types.ToolResult` (``_results``).
 
 May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors`, :mod:`kode_nb.tools`,
-:mod:`kode_nb.policy`, :mod:`kode_nb.events` and ``kode_nb._threads``. Never the agents or
+:mod:`kode_nb.policy`, :mod:`kode_nb.events`, ``kode_nb._threads`` and ``kode_nb._redact`` (in
+a kernel, what tools print is redacted before it is sent). Never the agents or
 notebook layers (they drive an :class:`Executor`, not the other way round).
 """
 

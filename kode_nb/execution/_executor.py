@@ -56,6 +56,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kode_nb._redact import redact_kernel_output
 from kode_nb.errors import ConfigurationError, KodeUsageError
 from kode_nb.events._events import CallRequested, EventBus
 from kode_nb.execution._control import Workers, absorb, make_plan, on_timeout
@@ -185,6 +186,7 @@ class Executor:
                     f"Executor({what}=...) must be a positive number of seconds or None, got {value!r}"
                 )
         self._registry = registry
+        redact_kernel_output()  # in a kernel: what tools print is redacted before IOPub
         self.policy = policy
         """The policy consulted on every call."""
         self.approver = approver

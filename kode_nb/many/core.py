@@ -26,10 +26,12 @@ from typing import Any
 
 from kode_nb._live import can_show, show_started
 from kode_nb.errors import ConfigurationError
+from kode_nb.many._recheck import decisions_hold
+from kode_nb.many._relay import add_note
 from kode_nb.many.cache import DEFAULT_CACHE_DIR, RunCache
 from kode_nb.many.engines import Engine, make_engine
 from kode_nb.many.inbox import Inbox
-from kode_nb.many.rows import RowResult, normalize_inputs, row_key
+from kode_nb.many.rows import RowResult, normalize_inputs, redact_result, row_key
 from kode_nb.many.runner import Prices
 from kode_nb.many.target import Target, as_target
 
@@ -96,7 +98,7 @@ class ManyRun:
         self.prices = prices
         self.results: list[RowResult | None] = [None] * len(rows)
         """Each row's result once it has one."""
-        self.keys = [row_key(r) for r in rows]
+        self._keys: list[str] | None = None
         self.progress = Progress(total=len(rows))
         self.task: asyncio.Task[None] | None = None
         self.status = "pending"
@@ -104,7 +106,49 @@ class ManyRun:
         self._listeners: list[Callable[[], None]] = []
         self._awaited: list[Callable[[], None]] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._shown_inputs: list[dict[str, Any]] | None = None
+        self.displayed = False
+        """Whether a view of this batch was displayed (so ``h`` on its own shows no second)."""
+        self.shown_in: int | None = None
+        """The execution count of the cell that displayed it."""
         inbox.on_change(self._inbox_changed)
+
+    @property
+    def keys(self) -> list[str]:
+        """Each row's cache key (a digest of its input), made when first needed."""
+        if self._keys is None:
+            self._keys = [row_key(r) for r in self.rows]
+        return self._keys
+
+    def shown_inputs(self) -> list[dict[str, Any]]:
+        """The inputs, redacted (for the DataFrame and the views; computed once)."""
+        if self._shown_inputs is None:
+            from kode_nb._redact import redact
+
+            self._shown_inputs = redact(self.rows)
+        return self._shown_inputs
+
+    @property
+    def notes(self) -> list[str]:
+        """What the batch skipped and why (bad cache entries)."""
+        return list(self.cache.notes) if self.cache is not None else []
+
+    def counts(self) -> dict[str, int]:
+        """Rows by outcome: ``ok``, ``failed``, ``cancelled``, ``running`` and ``pending``
+        (not started); they add up to the number of rows."""
+        out = dict.fromkeys(("ok", "failed", "cancelled", "running", "pending"), 0)
+        for result in self.results:
+            if result is None:
+                out["pending"] += 1
+            elif result.ok:
+                out["ok"] += 1
+            elif result.status == "cancelled":
+                out["cancelled"] += 1
+            else:
+                out["failed"] += 1
+        running = min(self.progress.running, out["pending"])
+        out["running"], out["pending"] = running, out["pending"] - running
+        return out
 
     # ------------------------------------------------------------ running
 
@@ -113,8 +157,10 @@ class ManyRun:
         p.started = time.perf_counter()
         self.status = "running"
         todo: list[int] = []
-        for i, key in enumerate(self.keys):
-            hit = self.cache.get(key) if self.cache is not None else None
+        hits = self.cache.get_many(self.keys) if self.cache is not None else [None] * len(self.rows)
+        for i, hit in enumerate(hits):
+            if hit is not None and not decisions_hold(hit, self.inbox.policy, i):
+                hit = None  # the inbox's policy now answers one of its approvals otherwise
             if hit is not None:
                 hit.index = i
                 self._record(i, hit)
@@ -123,9 +169,15 @@ class ManyRun:
         self._changed()
         if todo:
             await self.engine.start(self.target, self.inbox, self.prices)
-            gate = asyncio.Semaphore(self.max_concurrency)
+            rows = iter(todo)  # shared: each worker takes the next row when it is free
+
+            async def worker() -> None:
+                for i in rows:
+                    await self._one(i)
+
             try:
-                self._tasks = [asyncio.ensure_future(self._one(i, gate)) for i in todo]
+                workers = min(self.max_concurrency, len(todo))
+                self._tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
                 await asyncio.gather(*self._tasks)
             except asyncio.CancelledError:
                 self._stop_rows()
@@ -140,29 +192,32 @@ class ManyRun:
         self.status = "cancelled" if self.status == "cancelled" else "finished"
         self._changed()
 
-    async def _one(self, i: int, gate: asyncio.Semaphore) -> None:
-        async with gate:
-            self.progress.running += 1
-            self._changed()
+    async def _one(self, i: int) -> None:
+        self.progress.running += 1
+        self._changed()
+        try:
+            result = await self.engine.run(i, self.rows[i])
+        except asyncio.CancelledError:
+            self._record(i, RowResult(index=i, status="cancelled",
+                                      error="cancelled before the run finished"))  # fmt: skip
+            raise
+        except Exception as exc:  # an engine failure: this row only
+            result = redact_result(
+                RowResult(index=i, status="error", error=f"{type(exc).__name__}: {exc}")
+            )
+        finally:
+            self.progress.running -= 1
+        result.index = i
+        if not getattr(self.engine, "redacts", False):  # made elsewhere: redact it here
+            result = redact_result(result)
+        if self.cache is not None:
             try:
-                result = await self.engine.run(i, self.rows[i])
-            except asyncio.CancelledError:
-                self._record(i, RowResult(index=i, status="cancelled",
-                                          error="cancelled before the run finished"))  # fmt: skip
-                raise
-            except Exception as exc:  # an engine failure: this row only
-                result = RowResult(index=i, status="error", error=f"{type(exc).__name__}: {exc}")
-            finally:
-                self.progress.running -= 1
-            result.index = i
-            if self.cache is not None:
-                try:
-                    self.cache.put(self.keys[i], result)
-                except OSError as exc:
-                    result.error = (result.error or "") + f" (not cached: {exc})"
-            self.progress.ran += 1
-            self._record(i, result)
-            self._changed()
+                self.cache.put(self.keys[i], result)
+            except (OSError, ValueError, RecursionError) as exc:
+                add_note(result, f"not cached: {type(exc).__name__}: {exc}")
+        self.progress.ran += 1
+        self._record(i, result)
+        self._changed()
 
     def _record(self, i: int, result: RowResult) -> None:
         p = self.progress

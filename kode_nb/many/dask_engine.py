@@ -5,8 +5,11 @@ with it) and each row becomes a task ``_dask_row(payload, index, row, ...)``, wh
 the target on the worker (once per worker) and runs :func:`~kode_nb.many.runner.run_row`
 with an approver that sends the request to the notebook: a ``distributed.Queue`` named after
 the batch carries requests to a relay task in the notebook, which parks them in the
-:class:`~kode_nb.many.inbox.Inbox`; the answer comes back through a ``distributed.Variable``
-named after the request. A worker waits at most ``approval_timeout`` seconds, then denies.
+:class:`~kode_nb.many.inbox.Inbox`; the answer comes back through a ``distributed.Queue``
+named after the request. Both are sealed with the batch's key, which travels only inside the
+rows' tasks (:mod:`kode_nb.many._channel`): an answer from another client of the scheduler is
+refused, and the worker keeps waiting for the notebook's. A worker waits at most
+``approval_timeout`` seconds, then denies.
 
 A worker process that dies mid-row: the scheduler runs the row again on another worker (up
 to ``distributed.scheduler.allowed-failures`` times, 3 by default); when Dask gives up
@@ -18,7 +21,6 @@ row that was running beside the dying one is retried the same way).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import secrets
 import threading
@@ -28,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kode_nb.errors import ConfigurationError
+from kode_nb.many._channel import Channel
+from kode_nb.many._relay import NotebookAnswerer, WorkerAsker, refused_note
 from kode_nb.many.inbox import Inbox
 from kode_nb.many.rows import RowResult
 from kode_nb.many.runner import Prices
@@ -74,6 +78,7 @@ class DaskEngine:
         self._payload = b""
         self._digest = ""
         self._channel = ""
+        self._key: Channel | None = None
         self._inbox: Inbox | None = None
         self._prices: Prices | None = None
         self._relay: asyncio.Task[None] | None = None
@@ -100,6 +105,7 @@ class DaskEngine:
         self._payload = cloudpickle.dumps(target)
         self._digest = hashlib.sha256(self._payload).hexdigest()[:16]
         self._channel = f"kode-nb-approvals-{secrets.token_hex(6)}"
+        self._key = Channel()
         self._inbox, self._prices, self._closing = inbox, prices, False
         self._pool = ThreadPoolExecutor(2, thread_name_prefix="kode-nb-dask-relay")
         self._relay = asyncio.get_running_loop().create_task(self._relay_loop())
@@ -122,7 +128,7 @@ class DaskEngine:
         client = self.client
         fut = client.submit(
             _dask_row, self._payload, self._digest, index, dict(row), self._channel,
-            self._prices, self.tool_concurrency, self.approval_timeout,
+            self._key, self._prices, self.tool_concurrency, self.approval_timeout,
             key=f"kode-nb-row-{self._digest}-{index}-{secrets.token_hex(3)}", pure=False,
         )  # fmt: skip
         loop = asyncio.get_running_loop()
@@ -174,6 +180,14 @@ class DaskEngine:
         distributed = _import_distributed()
         queue = distributed.Queue(self._channel, client=self.client)
         loop = asyncio.get_running_loop()
+        assert self._inbox is not None
+        assert self._key is not None
+
+        async def send(ident: str, sealed: dict[str, Any]) -> None:
+            answers = distributed.Queue(f"{self._channel}-{ident}", client=self.client)
+            await loop.run_in_executor(self._pool, answers.put, sealed)
+
+        answerer = NotebookAnswerer(self._key, self._inbox, send, where="dask")
 
         def take() -> list[Any]:
             # batch=True returns what is there at once (a timed-out get is logged as an
@@ -183,29 +197,12 @@ class DaskEngine:
                 time.sleep(0.05)
             return list(items)
 
-        answering: set[asyncio.Task[None]] = set()
         try:
             while not self._closing:
                 for msg in await loop.run_in_executor(self._pool, take):
-                    if not isinstance(msg, dict):
-                        continue
-                    task = loop.create_task(self._answer(msg))
-                    answering.add(task)
-                    task.add_done_callback(answering.discard)
+                    answerer.receive(msg)
         finally:
-            for task in answering:
-                task.cancel()
-
-    async def _answer(self, msg: Mapping[str, Any]) -> None:
-        assert self._inbox is not None
-        distributed = _import_distributed()
-        decision = await self._inbox.submit(
-            row=msg.get("row"), tool=str(msg.get("tool")), kind=str(msg.get("kind", "")),
-            arguments=msg.get("arguments") or {}, reason=str(msg.get("reason", "")),
-        )  # fmt: skip
-        reply = {"approved": decision.approved, "reason": decision.reason}
-        variable = distributed.Variable(str(msg["reply"]), client=self.client)
-        await asyncio.get_running_loop().run_in_executor(self._pool, variable.set, reply)
+            answerer.close()
 
     def __repr__(self) -> str:
         return f"DaskEngine({self.client!r})"
@@ -220,21 +217,40 @@ def _settle(done: asyncio.Future[None]) -> None:
 
 
 class _RelayApprover:
-    """A worker's approver: asks the notebook's inbox through the batch's Queue."""
+    """A worker's approver: asks the notebook's inbox through the batch's queues, sealed with
+    the batch's :class:`~kode_nb.many._channel.Channel`."""
 
-    def __init__(self, client: Any, channel: str, timeout: float) -> None:
-        self.client, self.channel, self.timeout = client, channel, timeout
+    def __init__(self, client: Any, name: str, channel: Channel, timeout: float) -> None:
+        import distributed
+
+        queues: dict[str, Any] = {}  # made when first needed: most rows never ask
+        answers: dict[str, Any] = {}  # the answer queues of the requests being asked
+
+        def post(msg: dict[str, Any]) -> None:
+            if "requests" not in queues:
+                queues["requests"] = distributed.Queue(name, client=client)
+            queues["requests"].put(msg)
+
+        def poll(ident: str) -> list[Any]:
+            queue = answers.get(ident)
+            if queue is None:
+                if len(answers) > 16:  # requests asked before, long answered
+                    answers.clear()
+                queue = answers[ident] = distributed.Queue(f"{name}-{ident}", client=client)
+            return list(queue.get(batch=True))
+
+        self.asker = WorkerAsker(channel, post, poll, timeout=timeout, where="dask worker")
         self._waiting = 0
 
     async def __call__(self, request: Any) -> Any:
         import distributed
 
         from kode_nb.many.runner import CURRENT_ROW
+        from kode_nb.policy import approve, deny
 
-        msg = {
+        body = {
             "row": CURRENT_ROW.get(), "tool": request.tool, "kind": request.kind,
             "arguments": dict(request.arguments), "reason": request.reason,
-            "reply": f"{self.channel}-{secrets.token_hex(6)}",
         }  # fmt: skip
         # This row's loop runs in the task's thread: leave the worker's thread pool while a
         # person decides, so a worker's threads are not all held by rows waiting for answers.
@@ -242,29 +258,12 @@ class _RelayApprover:
             distributed.secede()
         self._waiting += 1
         try:
-            return await asyncio.to_thread(self._ask, msg)
+            ok, reason = await asyncio.to_thread(self.asker.ask, body)
         finally:
             self._waiting -= 1
             if self._waiting == 0:
                 distributed.rejoin()
-
-    def _ask(self, msg: dict[str, Any]) -> Any:
-        import distributed
-
-        from kode_nb.policy import approve, deny
-
-        distributed.Queue(self.channel, client=self.client).put(msg)
-        variable = distributed.Variable(msg["reply"], client=self.client)
-        try:
-            answer = variable.get(timeout=self.timeout)
-        except Exception:
-            return deny(f"no answer from the notebook within {self.timeout:g} s", by="dask relay")
-        finally:
-            with contextlib.suppress(Exception):
-                variable.delete()
-        if answer.get("approved"):
-            return approve(by="inbox")
-        return deny(answer.get("reason"), by="inbox")
+        return approve(by="inbox") if ok else deny(reason, by="inbox")
 
 
 def _dask_row(
@@ -273,6 +272,7 @@ def _dask_row(
     index: int,
     row: dict[str, Any],
     channel: str,
+    key: Channel,
     prices: Prices | None,
     tool_concurrency: int | None,
     approval_timeout: float,
@@ -288,7 +288,8 @@ def _dask_row(
         if target is None:
             target = _TARGETS[digest] = cloudpickle.loads(payload)
     worker = distributed.get_worker()
-    approver = _RelayApprover(distributed.get_client(), channel, approval_timeout)
+    seal = Channel(key.key)  # this row's own count of refused answers
+    approver = _RelayApprover(distributed.get_client(), channel, seal, approval_timeout)
     t0 = time.perf_counter()
     result = asyncio.run(
         run_row(target, index, row, approver=approver, prices=prices,
@@ -296,4 +297,5 @@ def _dask_row(
     )  # fmt: skip
     if result.duration is None:
         result.duration = time.perf_counter() - t0
+    refused_note(result, seal)
     return result.to_dict()

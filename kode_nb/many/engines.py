@@ -49,6 +49,10 @@ class LocalEngine:
     """Rows on this process's event loop."""
 
     name = "local"
+    redacts = True
+    """Its results are made in this process by :func:`~kode_nb.many.runner.run_row`, which
+    redacts them with this process's secrets (engines without it: ``run_many`` redacts what
+    arrives)."""
 
     def __init__(self, *, tool_concurrency: int | None = None) -> None:
         self.tool_concurrency = tool_concurrency

@@ -2,9 +2,11 @@
 
 Columns: the input's columns (prefixed ``input.`` where a name clashes with a result column),
 then ``output``, ``status``, ``error``, ``turns``, ``input_tokens``, ``output_tokens``,
-``cost``, ``duration``, ``cached``, ``worker`` and ``trace`` (the path of the cache file that
-holds the row's trace; :meth:`~kode_nb.many.core.ManyRun.trace` loads it). A row not finished
-has status ``pending`` (or ``running``).
+``cost``, ``duration``, ``cached``, ``worker``, ``trace`` (the path of the cache file that
+holds the row's trace; :meth:`~kode_nb.many.core.ManyRun.trace` loads it) and ``note``. A row
+not finished has status ``pending`` (or ``running``). Every value is redacted
+(:func:`kode_nb._redact.redact`) — results when they arrive, inputs once per batch
+(:meth:`~kode_nb.many.core.ManyRun.shown_inputs`) — so the DataFrame's HTML shows no secret.
 
 :func:`results_frame` returns a pandas DataFrame (pandas is needed: the ``dask`` and ``ray``
 extras install it, or ``pip install pandas``); :func:`result_records` gives the same rows as
@@ -24,14 +26,15 @@ __all__ = ["RESULT_COLUMNS", "result_records", "results_frame"]
 
 RESULT_COLUMNS = (
     "output", "status", "error", "turns", "input_tokens", "output_tokens", "cost", "duration",
-    "cached", "worker", "trace",
+    "cached", "worker", "trace", "note",
 )  # fmt: skip
 
 
 def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[str, Any]]:
     """One dict per row (see the module docstring)."""
     records: list[dict[str, Any]] = []
-    for i, row in enumerate(batch.rows):
+    inputs = batch.shown_inputs()
+    for i, row in enumerate(inputs):
         result = batch.results[i]
         if result is None and finished_only:
             continue
@@ -46,7 +49,7 @@ def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[
                 turns=result.turns, input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens, cost=result.cost, duration=result.duration,
                 cached=result.cached, worker=result.worker,
-                trace=str(path) if path is not None else None,
+                trace=str(path) if path is not None else None, note=result.note,
             )  # fmt: skip
         records.append(rec)
     return records

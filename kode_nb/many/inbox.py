@@ -5,7 +5,9 @@ An :class:`Inbox` is an :class:`~kode_nb.Approver`: a request parks as a :class:
 :meth:`Inbox.approve_matching` / :meth:`Inbox.deny_matching` answer every pending request of a
 tool whose arguments match glob patterns (``path="tmp/*"``) — and, with ``remember=True``,
 those that arrive later too. A ``policy`` (``fn(request, row) -> True | False | "reason" |
-None``) pre-answers; ``None`` means ask. Requests from Dask or Ray workers arrive through
+None``) pre-answers; ``None`` means ask. :meth:`Inbox.groups` sorts what waits into groups
+of one tool and argument pattern, which :meth:`Inbox.approve_group` / :meth:`Inbox.deny_group`
+answer at once. Requests from Dask or Ray workers arrive through
 :meth:`Inbox.submit` and are answered the same way.
 
 Answers are thread-safe (a button click may come on another thread): they resolve the waiting
@@ -24,7 +26,7 @@ from typing import Any
 
 from kode_nb.policy import ApprovalDecision, ApprovalRequest, approve, deny
 
-__all__ = ["Inbox", "Pending", "Rule"]
+__all__ = ["Group", "Inbox", "Pending", "Rule"]
 
 
 @dataclass(kw_only=True, eq=False)
@@ -42,8 +44,51 @@ class Pending:
     future: asyncio.Future[ApprovalDecision] = field(repr=False)
 
     def summary(self) -> str:
+        """``#id row N: tool(arguments)``, secrets redacted."""
+        from kode_nb._redact import redact_text
+
         args = ", ".join(f"{k}={v!r}" for k, v in self.arguments.items())
-        return f"#{self.id} row {self.row}: {self.tool}({args})"
+        return redact_text(f"#{self.id} row {self.row}: {self.tool}({args})")
+
+
+@dataclass(kw_only=True, eq=False)
+class Group:
+    """Pending requests of one tool with the same argument names (:meth:`Inbox.groups`)."""
+
+    tool: str
+    pattern: dict[str, str]
+    """Per argument: its value when all requests agree, else a glob (``tmp/*.txt``, ``*``)."""
+    items: list[Pending]
+
+    def label(self) -> str:
+        """``tool(arg=pattern, ...) — N waiting (rows ...)``, secrets redacted."""
+        from kode_nb._redact import redact_text
+
+        args = ", ".join(f"{k}={v}" for k, v in self.pattern.items())
+        rows = sorted({p.row for p in self.items if p.row is not None})
+        shown = ", ".join(map(str, rows[:12])) + (", …" if len(rows) > 12 else "")
+        where = f" (row{'s' if len(rows) != 1 else ''} {shown})" if rows else ""
+        return redact_text(f"{self.tool}({args}) — {len(self.items)} waiting{where}")
+
+
+def _glob(values: list[str]) -> str:
+    """The tightest ``prefix*suffix`` glob matching every value (the value, when all agree)."""
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    prefix = _common_start(values)
+    rest = [v[len(prefix) :] for v in values]
+    suffix = _common_start([v[::-1] for v in rest])[::-1]
+    return f"{prefix}*{suffix}"
+
+
+def _common_start(values: list[str]) -> str:
+    """The longest string every value starts with (character by character)."""
+    shortest = min(values, key=len)
+    for i, char in enumerate(shortest):
+        if any(v[i] != char for v in values):
+            return shortest[:i]
+    return shortest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,6 +178,34 @@ class Inbox:
         with self._lock:
             items = list(self._pending.values())
         return sorted(items, key=lambda p: (p.row if p.row is not None else -1, p.id))
+
+    def groups(self) -> list[Group]:
+        """What waits, grouped by tool and argument names, each group with the pattern its
+        arguments share (largest group first)."""
+        by: dict[tuple[str, tuple[str, ...]], list[Pending]] = {}
+        for p in self.pending():
+            by.setdefault((p.tool, tuple(p.arguments)), []).append(p)
+        out = []
+        for (tool, names), items in by.items():
+            pattern = {}
+            for name in names:
+                raw = [p.arguments[name] for p in items]
+                if all(v == raw[0] for v in raw):
+                    pattern[name] = repr(raw[0])
+                elif all(isinstance(v, str) for v in raw) and _glob(raw) != "*":
+                    pattern[name] = repr(_glob(raw))
+                else:
+                    pattern[name] = "*"
+            out.append(Group(tool=tool, pattern=pattern, items=items))
+        return sorted(out, key=lambda g: (-len(g.items), g.tool))
+
+    def approve_group(self, group: Group) -> int:
+        """Approve every request of ``group`` still pending; returns how many."""
+        return sum(self._answer(p, approve(by="inbox")) for p in group.items)
+
+    def deny_group(self, group: Group, reason: str | None = None) -> int:
+        """Deny every request of ``group`` still pending with ``reason``; returns how many."""
+        return sum(self._answer(p, deny(reason, by="inbox")) for p in group.items)
 
     def approve(self, which: int | Pending) -> bool:
         """Approve one pending request (by id or item); False if it is no longer pending."""

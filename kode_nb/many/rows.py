@@ -17,7 +17,7 @@ from typing import Any
 
 from kode_nb.errors import ConfigurationError
 
-__all__ = ["OK_STATUSES", "RowResult", "normalize_inputs", "row_key"]
+__all__ = ["OK_STATUSES", "RowResult", "normalize_inputs", "redact_result", "row_key"]
 
 OK_STATUSES = frozenset({"completed", "ok"})
 """Statuses of a run that succeeded (an agent's ``completed``, a tool's ``ok``)."""
@@ -52,6 +52,9 @@ class RowResult:
     """Where it ran (``local``, a Dask worker address, a Ray node)."""
     cached: bool = False
     """Whether this result came from the cache."""
+    note: str | None = None
+    """Something to know about this row that is not an error (an answer its worker refused,
+    why it was not cached)."""
 
     @property
     def ok(self) -> bool:
@@ -116,3 +119,21 @@ def row_key(row: Mapping[str, Any]) -> str:
     """A hex digest of one row (keys sorted)."""
     text = json.dumps(row, sort_keys=True, default=str, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def redact_result(result: RowResult) -> RowResult:
+    """``result`` with its output, error, note and — when it came as a dict, from a worker or a
+    file — its trace redacted (:func:`kode_nb._redact.redact`, the notebook's registered secrets
+    included), before anything stores or shows it. A :class:`~kode_nb.agents.Trace` made in this
+    process was redacted as it was recorded."""
+    from kode_nb._redact import redact, redact_text
+
+    if result.output is not None:
+        result.output = redact(result.output)
+    if result.error is not None:
+        result.error = redact_text(result.error)
+    if result.note is not None:
+        result.note = redact_text(result.note)
+    if isinstance(result.trace, Mapping):
+        result.trace = redact(result.trace)
+    return result

@@ -1,5 +1,6 @@
 """One row's run, the same on every engine: :func:`run_row` builds a fresh executor and agent
-(or calls the tool) with the given approver, runs, and returns a :class:`RowResult`.
+(or calls the tool) with the given approver, runs, and returns a :class:`RowResult`, redacted
+with this process's secrets (output, error, trace).
 
 Nothing here raises because of the row, its model or its tools: failures stay in the row.
 :data:`CURRENT_ROW` tells an approver which row a request comes from (a context variable,
@@ -9,12 +10,16 @@ inherited by the tool calls a run starts).
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
+import random
+import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.many.rows import RowResult
+from kode_nb._redact import redact
+from kode_nb.many.rows import RowResult, redact_result
 from kode_nb.many.target import Target, fresh_model
 
 __all__ = ["CURRENT_ROW", "Prices", "run_row"]
@@ -22,6 +27,10 @@ __all__ = ["CURRENT_ROW", "Prices", "run_row"]
 CURRENT_ROW: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "kode_nb_many_row", default=None
 )
+
+TRACE_SCHEMA = "kode_nb.trace/v2"
+"""The schema of the traces a tool row makes (``kode_nb.traces.SCHEMA``; a test checks
+they agree)."""
 
 Prices = Mapping[str, tuple[float, float]]
 """Model name -> (price per million input tokens, per million output tokens)."""
@@ -43,16 +52,18 @@ async def run_row(
     token = CURRENT_ROW.set(index)
     t0 = time.perf_counter()
     try:
-        if target.kind == "tool":
+        if target.kind == "tool":  # redacted as its trace is made
             result = await _run_tool(target, index, row, approver, max_concurrency, executor)
         elif target.kind == "function":
-            result = await _run_function(target, index, row, approver, prices)
+            result = redact_result(await _run_function(target, index, row, approver, prices))
         else:
-            result = await _run_agent(
-                target, index, row, approver, prices, max_concurrency, executor
+            result = redact_result(
+                await _run_agent(target, index, row, approver, prices, max_concurrency, executor)
             )
     except Exception as exc:  # a bad row (template, inputs) or a broken model: this row only
-        result = RowResult(index=index, status="error", error=f"{type(exc).__name__}: {exc}")
+        result = redact_result(
+            RowResult(index=index, status="error", error=f"{type(exc).__name__}: {exc}")
+        )
     finally:
         CURRENT_ROW.reset(token)
     if result.duration is None:
@@ -86,30 +97,44 @@ async def _run_tool(
     limit: int | None,
     shared: Any,
 ) -> RowResult:
-    from kode_nb.traces._trace import Span, Trace
-
     executor = shared or make_executor(target, approver, limit)
     tool = target.tools[0]
-    root = Span(kind="run", name=target.name)
-    root.set(agent=target.name, model=None, depth=0, tools=[tool.name], prompt=None)
-    span = root.child("tool_call", f"execute_tool {tool.name}", tool=tool.name, arguments=dict(row))
+    arguments = dict(row)
+    events: list[dict[str, Any]] = []
+    recorder = None if approver is None else _Recording(approver, events)
+    started, t0 = time.time(), time.perf_counter()
     try:
-        res = await executor.call(tool.name, dict(row), call_id=f"row{index}_{_nonce()}")
+        res = await executor.call(tool.name, arguments, call_id=f"row{index}_{_nonce()}",
+                                  approver=recorder)  # fmt: skip
     finally:
         if shared is None:
             executor.close()
-    span.set(
-        call_id=res.call_id,
-        result={"status": res.status, "is_error": res.is_error, "text": res.text,
-                "error_type": res.error_type, "duration": res.duration},
-    )  # fmt: skip
-    span.finish(res.status, res.text if res.is_error else None)
-    root.set(output=res.text, turns=0)
-    root.finish(res.status, res.text if res.is_error else None)
+    took = time.perf_counter() - t0
+    # The row's trace, made as its kode_nb.trace JSON (what Trace.to_dict gives), its values
+    # redacted in one pass: this is the per-row cost of many runs over a tool.
+    safe = redact({"arguments": arguments, "text": res.text})
+    ids = _hex(64)  # the trace id and two span ids
+    text, error = safe["text"], safe["text"] if res.is_error else None
+    call = {
+        "kind": "tool_call", "name": f"execute_tool {tool.name}", "span_id": ids[32:48],
+        "started_at": started, "ended_at": started + took, "duration": took,
+        "status": res.status, "error": error,
+        "attributes": {
+            "tool": tool.name, "arguments": safe["arguments"], "call_id": res.call_id,
+            "result": {"status": res.status, "is_error": res.is_error, "text": text,
+                       "error_type": res.error_type, "duration": res.duration},
+        },
+        "events": events, "children": [],
+    }  # fmt: skip
+    root = {
+        **call, "kind": "run", "name": target.name, "span_id": ids[48:], "events": [],
+        "attributes": {"agent": target.name, "model": None, "depth": 0, "tools": [tool.name],
+                       "prompt": None, "output": text, "turns": 0},
+        "children": [call],
+    }  # fmt: skip
     return RowResult(
-        index=index, status=res.status, output=res.text,
-        error=res.text if res.is_error else None, turns=0, duration=res.duration,
-        trace=Trace(root=root),
+        index=index, status=res.status, output=text, error=error, turns=0,
+        duration=res.duration, trace={"schema": TRACE_SCHEMA, "trace_id": ids[:32], "root": root},
     )  # fmt: skip
 
 
@@ -138,6 +163,30 @@ async def _run_function(
         input_tokens=tin, output_tokens=tout, cost=cost,
         duration=trace.root.duration if trace is not None else None, trace=trace,
     )  # fmt: skip
+
+
+class _Recording:
+    """An approver that asks ``approver`` and records the request and the decision as the
+    tool-call span's events (as an agent run's trace has them), so a cached row can be
+    re-checked against a later policy (:mod:`kode_nb.many._recheck`)."""
+
+    __slots__ = ("approver", "events")
+
+    def __init__(self, approver: Any, events: list[dict[str, Any]]) -> None:
+        self.approver, self.events = approver, events
+
+    async def __call__(self, request: Any) -> Any:
+        self.events.append({"name": "approval_requested", "time": time.time(),
+                            "attributes": redact({"reason": request.reason,
+                                                  "kind": request.kind})})  # fmt: skip
+        out = self.approver(request)
+        if inspect.isawaitable(out):
+            out = await out
+        approved = bool(getattr(out, "approved", out is True))
+        self.events.append({"name": "approval_resolved", "time": time.time(),
+                            "attributes": redact({"approved": approved,
+                                                  "reason": getattr(out, "reason", None)})})  # fmt: skip
+        return out
 
 
 async def _run_agent(
@@ -219,7 +268,13 @@ def _cost(
     return (tokens_in * per_in + tokens_out * per_out) / 1_000_000
 
 
-def _nonce() -> str:
-    import secrets
+_IDS = random.Random(secrets.randbits(128))
+"""Ids of a tool row's spans and calls: unique, not secret (no system call per id)."""
 
-    return secrets.token_hex(3)
+
+def _hex(digits: int) -> str:
+    return f"{_IDS.getrandbits(digits * 4):0{digits}x}"
+
+
+def _nonce() -> str:
+    return _hex(6)

@@ -8,7 +8,10 @@ pickles with ``cloudpickle`` (tools defined in a notebook included), which is ho
 Ray engines ship it.
 
 :meth:`Target.key` is a hash of the definition — name, prompts, model identity and settings,
-tool names and schemas, limits — so a cache entry is reused only for the same definition.
+each tool's name, schema, kind, approval rule and code (a digest of its function's bytecode,
+constants and names, nested functions included), limits, the executor's policy — so a cache
+entry is reused only for the same definition (the inbox's policy is checked row by row
+instead: :mod:`kode_nb.many._recheck`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from typing import Any, Literal
 
 from kode_nb.errors import ConfigurationError
 
-__all__ = ["Target", "as_target", "fresh_model", "model_identity"]
+__all__ = [
+    "Target", "as_target", "fresh_model", "model_identity", "policy_identity",
+    "tool_identity",
+]  # fmt: skip
 
 TargetKind = Literal["agent", "subagent", "tool", "function"]
 
@@ -68,9 +74,7 @@ class Target:
 
     def key(self) -> str:
         """A hex digest of the definition: equal definitions, equal keys."""
-        tools = [
-            {"name": t.name, "parameters": t.parameters, "kind": str(t.kind)} for t in self.tools
-        ]
+        tools = [tool_identity(t) for t in self.tools]
         data = {
             "name": self.name,
             "kind": self.kind,
@@ -88,6 +92,7 @@ class Target:
             "function": getattr(self.function, "kode_nb_identity", None)
             or (_callable_identity(self.function) if self.function is not None else None),
             "extra": dict(self.extra),
+            "policy": policy_identity(self.policy),
         }
         text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -251,6 +256,63 @@ def model_identity(model: Any) -> Any:
         if isinstance(value, (str, int, float)):
             ident[attr] = value
     return ident
+
+
+def tool_identity(tool: Any) -> dict[str, Any]:
+    """What identifies a tool in a cache key: name, schema, kind, approval rule, timeout,
+    isolation and its code."""
+    return {
+        "name": tool.name, "parameters": tool.parameters, "kind": str(tool.kind),
+        "approval": _value_identity(getattr(tool, "approval", None)),
+        "timeout": getattr(tool, "timeout", None),
+        "isolation": getattr(tool, "isolation", None),
+        "code": _callable_identity(_unwrap(getattr(tool, "function", None))),
+    }  # fmt: skip
+
+
+def _unwrap(fn: Any) -> Any:
+    seen = 0
+    while seen < 20:
+        seen += 1
+        if hasattr(fn, "func") and not hasattr(fn, "__code__"):  # functools.partial
+            fn = fn.func
+        elif hasattr(fn, "__wrapped__"):
+            fn = fn.__wrapped__
+        elif hasattr(fn, "__func__"):
+            fn = fn.__func__
+        else:
+            break
+    if not hasattr(fn, "__code__") and callable(fn):
+        call = getattr(type(fn), "__call__", None)  # noqa: B004 - an instance with __call__
+        if hasattr(call, "__code__"):
+            return call
+    return fn
+
+
+def policy_identity(policy: Any) -> Any:
+    """What identifies a policy in a cache key: a dataclass policy's fields (rules, modes,
+    paths), a function's code, else its ``repr``."""
+    return _value_identity(policy)
+
+
+def _value_identity(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {
+            "class": type(value).__qualname__,
+            "fields": {f.name: _value_identity(getattr(value, f.name)) for f in dc_fields(value)
+                       if f.init},
+        }  # fmt: skip
+    if isinstance(value, Mapping):
+        return {str(k): _value_identity(v) for k, v in sorted(value.items(), key=repr)}
+    if isinstance(value, (set, frozenset)):
+        return sorted(str(_value_identity(v)) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_value_identity(v) for v in value]
+    if callable(value):
+        return _callable_identity(_unwrap(value))
+    return repr(value)
 
 
 def _callable_identity(fn: Any) -> str:

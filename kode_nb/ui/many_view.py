@@ -2,13 +2,17 @@
 static record.
 
 While the batch runs, a widget shows done / failed / running / waiting for approval, runs a
-second, ETA, tokens and cost so far, and the inbox: each pending request (row, tool,
-arguments) with **Approve** and **Deny**, and **Approve all** / **Deny all** for every pending
-call of that tool. Refreshes are coalesced (at most 5 a second). When the batch ends, the
+second, ETA, tokens and cost so far, and the inbox: pending requests grouped by tool and
+argument pattern (``issue_refund(order_id='A*', amount=5) — 4 waiting (rows 1, 3, 5, 8)``),
+each group with one **Approve all (N)** / **Deny all (N)** (labels sized to their text, never
+clipped) and its first requests with **Approve** and **Deny**. Refreshes are coalesced (at most 5 a second). When the batch ends, the
 output is replaced in place (same display id) by a static record with no widget MIME type:
-``application/vnd.kode-nb.table+json`` (the first rows), a sanitizer-safe ``text/html``
-(``<details>``, ``<table>``, no inline styles) and a ``text/plain`` summary — what a saved
-notebook shows. Outside a kernel with widgets only the final record is shown.
+``application/vnd.kode-nb.table+json`` (a summary counting every row, the first
+:data:`TABLE_ROWS` rows and "N more"), a sanitizer-safe ``text/html`` (``<details>``,
+``<table>``, no inline styles) and a ``text/plain`` summary — what a saved notebook shows.
+Outside a kernel with widgets only the final record is shown. A batch is displayed once:
+``h = run_many(...)`` shows it, and ``h`` on its own adds nothing in that cell (a line of
+text in a later one). Everything shown passes through :func:`kode_nb._redact.redact_text`.
 """
 
 from __future__ import annotations
@@ -18,17 +22,18 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from kode_nb._format import format_cost, format_duration, format_tokens, shorten
+from kode_nb._redact import redact_text
 
 if TYPE_CHECKING:
     from kode_nb.many.core import ManyRun
-    from kode_nb.many.inbox import Inbox, Pending
+    from kode_nb.many.inbox import Group, Inbox, Pending
 
 __all__ = ["ManyView", "inbox_bundle", "record_bundle", "show"]
 
-TABLE_ROWS = 20
+TABLE_ROWS = 10
 """Rows the static record lists (the DataFrame has them all)."""
-INBOX_ROWS = 10
-"""Pending requests the live inbox lists (with a count of the rest)."""
+INBOX_ROWS = 5
+"""Pending requests the live inbox lists per group (with a count of the rest)."""
 REFRESH = 0.2
 """Seconds between refreshes of the live view, at least."""
 
@@ -37,40 +42,55 @@ SHOWN_CHARS = 60
 """Characters of a row's input or output shown in the table (the DataFrame has them whole)."""
 
 
+def _short(value: Any, limit: int = SHOWN_CHARS) -> str:
+    """``value`` on one line, secrets redacted, clipped to ``limit`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return shorten(redact_text(text), limit)
+
+
 def _tokens(batch: ManyRun) -> str:
     p = batch.progress
     return f"{format_tokens(p.input_tokens, p.output_tokens)}, {format_cost(p.cost)}"
 
 
 def summary_text(batch: ManyRun) -> str:
+    """One line: every row counted (ok, failed, and cancelled, running or not started when
+    there are any), from the cache, tokens, cost, time."""
     p = batch.progress
-    ok = p.done - p.failed
+    c = batch.counts()
+    rest = "".join(
+        f", {c[k]} {label}"
+        for k, label in (("cancelled", "cancelled"), ("running", "running"),
+                         ("pending", "not started"))
+        if c[k]
+    )  # fmt: skip
     took = f"; {format_duration(p.elapsed)}" if p.ended and p.elapsed > 0 else ""
-    return (
-        f"{batch.target.display}: {p.total} runs, {batch.status} — {ok} ok, {p.failed} failed, "
-        f"{p.cached} from the cache; {_tokens(batch)}{took}"
+    return redact_text(
+        f"{batch.target.display}: {p.total} runs, {batch.status} — {c['ok']} ok, "
+        f"{c['failed']} failed{rest}, {p.cached} from the cache; {_tokens(batch)}{took}"
     )
 
 
 def _row_input(row: dict[str, Any]) -> str:
     if len(row) == 1:
-        return shorten(next(iter(row.values())), SHOWN_CHARS)
-    return shorten(", ".join(f"{k}={shorten(v, 30)}" for k, v in row.items()), SHOWN_CHARS)
+        return _short(next(iter(row.values())), SHOWN_CHARS)
+    return _short(", ".join(f"{k}={_short(v, 30)}" for k, v in row.items()), SHOWN_CHARS)
 
 
 def table_record(batch: ManyRun) -> dict[str, Any]:
-    """The ``kode_nb.table/v1`` record of a batch (its first :data:`TABLE_ROWS` rows)."""
+    """The ``kode_nb.table/v1`` record of a batch: its first :data:`TABLE_ROWS` rows and how
+    many more there are (the DataFrame has them all, trace paths included)."""
     rows = []
     for i, row in enumerate(batch.rows[:TABLE_ROWS]):
         r = batch.results[i]
         rows.append({
             "row": i, "input": _row_input(row), "status": r.status if r else "pending",
-            "output": shorten(r.output, SHOWN_CHARS) if r and r.output is not None else None,
-            "error": shorten(r.error, 120) if r and r.error else None,
+            "output": _short(r.output, SHOWN_CHARS) if r and r.output is not None else None,
+            "error": _short(r.error, 120) if r and r.error else None,
             "turns": r.turns if r else None,
             "tokens": (r.input_tokens or 0) + (r.output_tokens or 0)
             if r and r.input_tokens is not None else None,
-            "trace": str(batch.trace_path(i) or "") or None,
+            "cached": ("yes" if r.cached else "") if r else None,
         })  # fmt: skip
     more = len(batch.rows) - len(rows)
     columns = [
@@ -81,12 +101,15 @@ def table_record(batch: ManyRun) -> dict[str, Any]:
         {"key": "error", "label": "error", "align": "left"},
         {"key": "turns", "label": "turns", "align": "right"},
         {"key": "tokens", "label": "tokens", "align": "right"},
-        {"key": "trace", "label": "trace", "align": "left"},
+        {"key": "cached", "label": "cached", "align": "left"},
     ]
+    notes = [f"{more} more: the DataFrame (df = await h) has every row"] if more else []
+    notes += [redact_text(n) for n in batch.notes[:3]]
+    if len(batch.notes) > 3:
+        notes.append(f"{len(batch.notes) - 3} more cache entries skipped")
     return {
         "schema": "kode_nb.table/v1", "title": summary_text(batch), "columns": columns,
-        "rows": rows, "empty": "no inputs",
-        "note": f"{more} more rows: the DataFrame (await the run) has them all" if more else None,
+        "rows": rows, "empty": "no inputs", "note": "; ".join(notes) or None,
     }  # fmt: skip
 
 
@@ -97,9 +120,7 @@ def record_html(batch: ManyRun, record: dict[str, Any]) -> str:
         cells = []
         for c in record["columns"]:
             value = row.get(c["key"])
-            if c["key"] == "trace" and value:
-                cells.append(f'<td><a href="{escape(value)}">trace</a></td>')
-            elif c["key"] == "status":
+            if c["key"] == "status":
                 mark = (
                     "✅" if value in ("completed", "ok") else "⏳" if value == "pending" else "❌"
                 )
@@ -109,7 +130,7 @@ def record_html(batch: ManyRun, record: dict[str, Any]) -> str:
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = f"<p><i>{escape(record['note'])}</i></p>" if record["note"] else ""
     return (
-        f"<details open><summary><b>{escape(batch.target.display)}</b> — "
+        f"<details open><summary><b>{escape(redact_text(batch.target.display))}</b> — "
         f"{escape(summary_text(batch).split(': ', 1)[1])}</summary>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         f"{note}</details>"
@@ -127,38 +148,44 @@ def record_bundle(batch: ManyRun) -> dict[str, Any]:
 
 
 def inbox_bundle(inbox: Inbox) -> dict[str, Any]:
-    """A static view of an inbox: what waits (row, tool, arguments) and the answers so far."""
-    pending = inbox.pending()
+    """A static view of an inbox: what waits, grouped by tool and argument pattern, and the
+    answers so far (secrets redacted)."""
+    groups = inbox.groups()
     c = inbox.counts
+    waiting = sum(len(g.items) for g in groups)
     title = (
-        f"Approval inbox: {len(pending)} waiting; {c['approved']} approved, {c['denied']} "
+        f"Approval inbox: {waiting} waiting; {c['approved']} approved, {c['denied']} "
         f"denied, {c['by_policy']} by policy"
     )
     rows = [
-        {"id": p.id, "row": p.row, "tool": p.tool, "arguments": shorten(dict(p.arguments), 80)}
-        for p in pending
-    ]
+        {"group": g.label(), "id": p.id, "row": p.row,
+         "arguments": _short(dict(p.arguments), 80)}
+        for g in groups for p in g.items
+    ]  # fmt: skip
     record = {
         "schema": "kode_nb.table/v1", "title": title,
         "columns": [
+            {"key": "group", "label": "group", "align": "left"},
             {"key": "id", "label": "#", "align": "right"},
             {"key": "row", "label": "row", "align": "right"},
-            {"key": "tool", "label": "tool", "align": "left"},
             {"key": "arguments", "label": "arguments", "align": "left"},
         ],
         "rows": rows, "empty": "nothing waits for approval", "note": None,
     }  # fmt: skip
-    body = "".join(
-        f"<tr><td>{r['id']}</td><td>{r['row']}</td><td><code>{escape(str(r['tool']))}</code></td>"
-        f"<td><code>{escape(str(r['arguments']))}</code></td></tr>"
-        for r in rows
-    )
-    html = (
-        f"<details open><summary><b>{escape(title)}</b></summary><table><thead><tr><th>#</th>"
-        f"<th>row</th><th>tool</th><th>arguments</th></tr></thead><tbody>{body}</tbody></table>"
-        "</details>"
-    )
-    text = "\n".join([title, *(p.summary() for p in pending)])
+    parts = []
+    for g in groups:
+        items = "".join(
+            f"<tr><td>{p.id}</td><td>{p.row}</td>"
+            f"<td><code>{escape(_short(dict(p.arguments), 80))}</code></td></tr>"
+            for p in g.items
+        )
+        parts.append(
+            f"<p><b><code>{escape(g.label())}</code></b></p><table><thead><tr><th>#</th>"
+            f"<th>row</th><th>arguments</th></tr></thead><tbody>{items}</tbody></table>"
+        )
+    html = f"<details open><summary><b>{escape(title)}</b></summary>{''.join(parts)}</details>"
+    text = "\n".join([title, *(f"{g.label()}: " + ", ".join(f"#{p.id}" for p in g.items)
+                               for g in groups)])  # fmt: skip
     return {"application/vnd.kode-nb.table+json": record, "text/html": html, "text/plain": text}
 
 
@@ -166,7 +193,7 @@ def _live_text(batch: ManyRun) -> str:
     p = batch.progress
     rate = f"{p.rate:.1f} runs/s" if p.rate else "- runs/s"
     eta = f"ETA {format_duration(p.eta) or '-'}"
-    return (
+    return redact_text(
         f"{batch.target.display}: {p.done}/{p.total} done · {p.failed} failed · "
         f"{p.running} running · {p.waiting} waiting for approval · {rate} · {eta} · "
         f"{_tokens(batch)}"
@@ -218,29 +245,38 @@ def _make_view_class() -> type:
             p = self.batch.progress
             self.header.value = f"<b>{escape(_live_text(self.batch))}</b>"
             self.bar.value = p.done
-            pending = self.batch.inbox.pending()
-            ids = tuple(x.id for x in pending[:INBOX_ROWS])
+            groups = self.batch.inbox.groups()
+            ids = tuple(x.id for g in groups for x in g.items)
             if ids != self._shown_ids:
                 self._shown_ids = ids
-                self.inbox.children = [self._pending_row(x, pending) for x in pending[:INBOX_ROWS]]
-                if len(pending) > INBOX_ROWS:
-                    self.inbox.children += (
-                        W.HTML(f"<i>{len(pending) - INBOX_ROWS} more waiting</i>"),
-                    )
+                self.inbox.children = [self._group(g) for g in groups]
 
-        def _pending_row(self, item: Pending, pending: list[Pending]) -> Any:
-            same = sum(1 for x in pending if x.tool == item.tool)
+        def _group(self, group: Group) -> Any:
             inbox = self.batch.inbox
+            n = len(group.items)
+            wide = W.Layout(width="auto")
+            head = W.HTML(f"<b><code>{escape(group.label())}</code></b>")
+            approve_all = W.Button(description=f"Approve all ({n})", button_style="success",
+                                   layout=wide)  # fmt: skip
+            deny_all = W.Button(description=f"Deny all ({n})", button_style="danger", layout=wide)
+            approve_all.on_click(lambda _: inbox.approve_group(group))
+            deny_all.on_click(lambda _: inbox.deny_group(group, "denied from the inbox"))
+            rows = [W.HBox([head, approve_all, deny_all])]
+            for item in group.items[:INBOX_ROWS]:
+                rows.append(self._pending_row(item))
+            if n > INBOX_ROWS:
+                rows.append(W.HTML(f"<i>{n - INBOX_ROWS} more in this group</i>"))
+            return W.VBox(rows)
+
+        def _pending_row(self, item: Pending) -> Any:
+            inbox = self.batch.inbox
+            wide = W.Layout(width="auto")
             label = W.HTML(f"<code>{escape(item.summary())}</code>")
-            buttons = [
-                (W.Button(description="Approve", button_style="success"), lambda _: inbox.approve(item)),
-                (W.Button(description="Deny", button_style="danger"), lambda _: inbox.deny(item, "denied from the inbox")),
-                (W.Button(description=f"Approve all {item.tool} ({same})"), lambda _: inbox.approve_matching(item.tool)),
-                (W.Button(description=f"Deny all {item.tool} ({same})"), lambda _: inbox.deny_matching(item.tool, reason="denied from the inbox")),
-            ]  # fmt: skip
-            for button, fn in buttons:
-                button.on_click(fn)
-            return W.HBox([label, *(b for b, _ in buttons)])
+            approve = W.Button(description="Approve", layout=wide)
+            deny = W.Button(description="Deny", layout=wide)
+            approve.on_click(lambda _: inbox.approve(item))
+            deny.on_click(lambda _: inbox.deny(item, "denied from the inbox"))
+            return W.HBox([label, approve, deny])
 
         def finish(self) -> None:
             if self.final:
@@ -248,8 +284,8 @@ def _make_view_class() -> type:
             self.final = True
             if self.display_handle is not None:
                 self.display_handle.update(record_bundle(self.batch), raw=True)
-            for child in (self.header, self.bar, *self.inbox.children, self.inbox):
-                child.close()  # the parts; the box itself keeps its repr (the record)
+            for child in (self.header, self.bar, self.inbox):
+                _close_all(child)  # the parts; the box itself keeps its repr (the record)
 
         def _repr_mimebundle_(self, **kwargs: Any) -> Any:
             if self.final:
@@ -277,11 +313,21 @@ def ManyView(batch: ManyRun) -> Any:
 
 
 def show(batch: ManyRun) -> None:
-    """Display ``batch``: the live view while it runs, the static record once it has ended."""
+    """Display ``batch``: the live view while it runs, the static record once it has ended —
+    once: a batch already displayed shows nothing more in that cell, and a line of text
+    pointing at its view in a later one (``h = run_many(...)`` then ``h``)."""
     from IPython.display import display
 
     from kode_nb.ui.cell_display import display_in_cell
 
+    if batch.displayed:
+        if not _same_cell(batch):
+            display({"text/plain": f"{batch!r} (its view is shown where it started)"}, raw=True)
+        return
+    batch.displayed = True
+    from IPython import get_ipython
+
+    batch.shown_in = getattr(get_ipython(), "execution_count", None)
     _cancel_on_interrupt(batch)
     if batch.done() or batch.task is None or not _widgets():
         handle = display_in_cell(_Record(batch))
@@ -296,6 +342,14 @@ def show(batch: ManyRun) -> None:
     batch.task.add_done_callback(lambda _: view.finish())
     if view.display_handle is not None:
         batch.on_awaited(lambda: _publish_final(batch, view.display_handle.display_id))
+
+
+def _same_cell(batch: ManyRun) -> bool:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    count = getattr(shell, "execution_count", None)
+    return count is not None and batch.shown_in == count
 
 
 def _publish_final(batch: ManyRun, display_id: str) -> None:
@@ -331,3 +385,9 @@ def _widgets() -> bool:
     from IPython import get_ipython
 
     return getattr(get_ipython(), "kernel", None) is not None
+
+
+def _close_all(widget: Any) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_all(child)
+    widget.close()

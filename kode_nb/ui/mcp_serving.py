@@ -9,7 +9,8 @@ and progress appear (the session's approver finds the view through ``session.vie
 
 Clients must send the server's bearer token (``Authorization: Bearer ...``, see
 :mod:`kode_nb.mcp.server`): the panel shows it with a client config to copy, once it listens,
-and nowhere else (it is redacted from traces and event logs). ``%mcp serve --no-auth`` serves
+and nowhere else (it is redacted from traces and event logs). With widgets, the token is in an
+output of its own under the panel, never in a widget's state (which a saved notebook keeps). ``%mcp serve --no-auth`` serves
 without one, and the panel says so in red.
 
 Imported when a command needs it (it imports ipywidgets); see :mod:`kode_nb.magics.mcp_magics`.
@@ -149,6 +150,7 @@ class NotebookServer:
         self._header: Any = None
         self._panel: Any = None
         self._display: DisplayHandle | None = None
+        self._access_display: DisplayHandle | None = None
         self._shown_in: object = None
 
     # ------------------------------------------------------------------ what is served
@@ -367,11 +369,14 @@ class NotebookServer:
         )
         return text, page
 
-    def _header_html(self) -> str:
+    def _header_html(self, *, token: bool = True) -> str:
+        """The header; ``token=False`` (a widget's, which saved widget state would keep): the
+        token and config are left out, shown in an output of their own below the panel."""
         colour = {"listening": "#2f855a", "starting": "#b7791f"}.get(self._status, "#c53030")
+        access = self._access()[1] if token or not self.auth else ""
         return (
             f"<b>MCP server</b> <span style='color:{colour}'>{html.escape(self._status)}</span>"
-            f" — {html.escape(self.describe())}{self._access()[1]}<br><small>Calls from MCP "
+            f" — {html.escape(self.describe())}{access}<br><small>Calls from MCP "
             "clients appear below; those that need approval wait for your click.</small>"
         )
 
@@ -422,9 +427,11 @@ class NotebookServer:
             display(self._panel or _Static(self), display_id=self._display.display_id)
             return
         if self._widgets and self._panel is None:
-            self._header = W.HTML(self._header_html())
+            self._header = W.HTML(self._header_html(token=False))
             self._panel = _Panel(self, [self._header])
         self._display = display_in_cell(self._panel or _Static(self))
+        if self._widgets and self.auth:  # the token: an output, never widget state
+            self._access_display = display(_Access(self), display_id=True)
         self.session.remember(_Static(self))
 
     def _ipython_display_(self) -> None:
@@ -434,7 +441,10 @@ class NotebookServer:
     def _set_status(self, status: str) -> None:
         self._status = status
         if self._header is not None:
-            self._header.value = self._header_html()
+            self._header.value = self._header_html(token=False)
+        if self._access_display is not None:
+            with contextlib.suppress(Exception):
+                self._access_display.update(_Access(self))
         if self._display is not None and (self.stopped or not self._widgets):
             with contextlib.suppress(Exception):  # widgets: only the final record replaces them
                 self._display.update(_Static(self))
@@ -456,6 +466,25 @@ class _Static:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         return self.server._bundle()
+
+
+class _Access:
+    """The token and client config of a panel with widgets, as an output of its own (saved
+    widget state never holds them); once stopped, a line saying the token is void."""
+
+    def __init__(self, server: NotebookServer) -> None:
+        self.server = server
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        server = self.server
+        if server.stopped:
+            note = "The MCP server has stopped; its token no longer works."
+            return {"text/plain": note, "text/html": f"<small>{html.escape(note)}</small>"}
+        text, page = server._access()
+        if not text:
+            text = "The token and client config appear here once the server listens."
+            page = f"<small>{html.escape(text)}</small>"
+        return {"text/plain": text, "text/html": page.removeprefix("<br>")}
 
 
 class _Panel(W.VBox):  # type: ignore[misc]

@@ -38,7 +38,7 @@ def test_inbox_buttons_answer_every_row_and_the_record_replaces_the_view(
     assert "application/vnd.jupyter.widget-view+json" in view["data"]
     display_id = view["transient"]["display_id"]
     kernel.ok("await h.until_stalled(timeout=20)")
-    kernel.click(kernel.button("Approve all square (3)", start, timeout=20))
+    kernel.click(kernel.button("Approve all (3)", start, timeout=20))
     done = kernel.ok("df = await h\nprint(list(df['output']))", timeout=60)
     assert done.stdout == "['squared: 4', 'squared: 9', 'squared: 16']\n"
     updates = [
@@ -65,3 +65,22 @@ def test_a_kernel_interrupt_cancels_what_runs_and_keeps_what_finished(
     assert kernel.value("h.status, list(h.frame()['status'])") == (
         "cancelled ['cancelled', 'completed', 'cancelled']"
     )
+
+
+def test_h_on_its_own_line_adds_no_second_display(kernel: Kernel, tmp_path: Path) -> None:
+    """``h = run_many(...)`` then ``h``: one display in that cell (the view), and once the batch
+    has ended, the saved outputs hold one record, not two."""
+    kernel.ok(SETUP.replace('kind="edit"', 'kind="read"'))
+    cell = kernel.ok(f"h = kode_nb.run_many(agent, ['2', '3'], cache={str(tmp_path)!r})\nh")
+    shown = [m for m in cell.messages if m["msg_type"] in ("display_data", "execute_result")]
+    assert len(shown) == 1, [m["msg_type"] for m in shown]
+    done = kernel.ok("df = await h\nprint(len(df))", timeout=60)
+    assert done.stdout == "2\n"
+    assert [m["msg_type"] for m in done.messages if m["msg_type"] in
+            ("display_data", "execute_result")] == []  # fmt: skip
+    later = kernel.ok("h")  # a later cell: one line of text pointing at the view, no table
+    assert [o.get("text/plain", "") for o in later.outputs] == [
+        "<ManyRun squarer finished: 2/2 done, 0 failed, 0 cached> (its view is shown where it "
+        "started)"
+    ]
+    assert all("application/vnd.kode-nb.table+json" not in o for o in later.outputs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -259,13 +260,51 @@ def served(kernel: Kernel) -> Iterator[str]:
     assert "MCP server starting: 1 tool (write_note) at http://127.0.0.1:" in run.text()
     url = kernel.value("srv.url")
     AUTH.clear()
-    AUTH["Authorization"] = f"Bearer {kernel.value('srv.token')}"
+    # printed, the token is redacted like every registered secret; the panel shows it
+    assert kernel.value("srv.token") == "[REDACTED]"
     shown = kernel.run("srv").text()  # the panel shows the token, and a client config
-    assert AUTH["Authorization"] in shown
+    found = re.search(r"Authorization: Bearer (\S+)", shown)
+    assert found is not None
+    assert found.group(1) != "[REDACTED]"
+    AUTH["Authorization"] = f"Bearer {found.group(1)}"
     assert '"mcpServers"' in shown
     assert "already serving" in kernel.run("%mcp serve").error_text
     yield url
     kernel.ok("%mcp stop")
+
+
+def test_the_token_is_never_in_widget_state_while_serving(
+    kernel: Kernel, served: str, tmp_path: Path
+) -> None:
+    """What a front end saves as widget state (every model's state, as the kernel sent it and as
+    ipywidgets reports it) holds no token while the server serves; the token is shown in a
+    plain output of the serve cell instead."""
+    token = AUTH["Authorization"].removeprefix("Bearer ")
+    assert len(token) >= 16
+    sent = [
+        m["content"]["data"].get("state", {})
+        for m in kernel.log
+        if m["msg_type"] in ("comm_open", "comm_msg")
+        and isinstance(m["content"].get("data"), dict)
+    ]  # fmt: skip
+    assert sent  # the panel's models were sent
+    assert token not in json.dumps(sent)
+    state = tmp_path / "widget-state.json"  # written by the kernel, not printed (printing redacts)
+    kernel.ok(
+        "import json, pathlib, ipywidgets\n"
+        f"pathlib.Path({str(state)!r}).write_text("
+        "json.dumps(ipywidgets.Widget.get_manager_state(drop_defaults=False)))"
+    )
+    saved = state.read_text()
+    assert "MCP server" in saved  # the panel's header is in it...
+    assert token not in saved  # ...without the token
+    outputs = [
+        m["content"]["data"]
+        for m in kernel.log
+        if m["msg_type"] in ("display_data", "update_display_data")
+        and "application/vnd.jupyter.widget-view+json" not in m["content"]["data"]
+    ]  # fmt: skip
+    assert any(token in json.dumps(o) for o in outputs)  # shown, outside widget state
 
 
 @pytest.mark.parametrize("button", ["Approve", "Deny"])

@@ -170,3 +170,77 @@ def test_no_secret_reaches_a_saved_notebook(tmp_path: Path, fake_secrets: dict[s
     assert [s.strip() for s in statuses if s.strip() in ("ok", "error", "completed")] == [
         "ok", "error", "ok", "ok", "completed",
     ]  # fmt: skip
+
+
+PRINTING = '''
+import os, sys
+import kode_nb  # no %load_ext: an Executor made in a kernel is enough
+from kode_nb import Executor, ToolRegistry, define_tool
+from kode_nb._redact import register_secret
+
+registered = os.environ["FAKE_REGISTERED"]  # a name that gives nothing away: registered
+register_secret(registered)
+reg = ToolRegistry()
+
+def shout(n: int) -> str:
+    """Prints the secrets it uses (in a worker thread)."""
+    print("using", os.environ["FAKE_API_KEY"], "and", registered)
+    sys.stderr.write("stderr too: " + registered + "\\\\n")
+    for i in range(0, len(registered), 3):  # in pieces, unflushed
+        sys.stdout.write(registered[i : i + 3])
+    print()
+    return "ok"
+
+async def shout_async(n: int) -> str:
+    """Prints a secret on the event loop."""
+    print("async", registered, flush=True)
+    return "ok"
+
+def note(text: str) -> str:
+    """Keeps a note (asks for approval)."""
+    print("noting", text)
+    return "noted " + text
+
+define_tool(shout, registry=reg)
+define_tool(shout_async, registry=reg)
+note_tool = define_tool(note, registry=reg, kind="edit")
+ex = Executor(reg)
+'''
+
+
+def test_what_a_tool_prints_is_redacted_before_iopub(
+    tmp_path: Path, fake_secrets: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registered = "plainword" + secrets.token_hex(10)
+    monkeypatch.setenv("FAKE_REGISTERED", registered)
+    values = {**fake_secrets, "registered": registered}
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.ok(PRINTING)
+        one = kernel.ok(
+            'r = await ex.call("shout", {"n": 1})\nr2 = await ex.call("shout_async", {"n": 2})'
+        )
+        assert kernel.value("r.status, r2.status") == "ok ok"
+        printed = one.stdout + one.stderr
+        assert printed.count("[REDACTED]") >= 5, printed
+        assert "using [REDACTED] and [REDACTED]" in printed
+        # many runs in the kernel: the inbox shows a pending argument holding the secret
+        kernel.ok(
+            f"h = kode_nb.run_many(note_tool, [{{'text': registered}}], cache={str(tmp_path / 'c')!r})"
+        )
+        kernel.ok("await h.until_stalled(timeout=20)")
+        kernel.ok("h.inbox.approve_matching('note')\ndf = await h\nprint(df.to_html())", timeout=60)
+        assert kernel.value("df['status'][0]") == "ok"
+        kernel.drain(0.5)
+        assert "[REDACTED]" in json.dumps(kernel.log, default=str)
+        leaks = {
+            f"{m['msg_type']} #{i}": _hits(json.dumps(m, default=str), values)
+            for i, m in enumerate(kernel.log)
+            if m["msg_type"] != "execute_input"  # the code echoed back builds them from os.environ
+        }
+        assert {k: v for k, v in leaks.items() if v} == {}
+        files = [f for f in (tmp_path / "c").rglob("*") if f.is_file()]
+        assert files
+        assert all(registered not in f.read_text() for f in files)
+    finally:
+        kernel.close()

@@ -62,3 +62,56 @@ def crash_agent(marker_dir: str) -> Agent:
 
     model = ScriptedModel([ask, lambda r: "finished"])
     return Agent("crasher", model=model, tools=["work"], executor=Executor(reg))
+
+
+def one_tool_agent(
+    name: str, tool: Any, argument: str, prefix: str, *, kind: str = "read"
+) -> Agent:
+    """An agent that calls ``tool`` once with ``argument`` = the prompt's last word, then answers
+    ``"<prefix>: <the tool's result>"``. (Everything the model needs is made in here, so
+    cloudpickle ships it by value to Dask and Ray workers.)"""
+    reg = ToolRegistry()
+    define_tool(tool, registry=reg, kind=kind)
+
+    def result_text(request: Any) -> str:
+        result = request.messages[-1].content[0]
+        return getattr(result, "text", None) or str(getattr(result, "data", result))
+
+    model = ScriptedModel([
+        lambda r: call(tool.__name__, **{argument: r.messages[-1].content.split()[-1]}),
+        lambda r: f"{prefix}: {result_text(r)}",
+    ])  # fmt: skip
+    return Agent(name, model=model, tools=[tool.__name__], executor=Executor(reg))
+
+
+def refund_agent(marker_dir: str) -> Agent:
+    """An agent whose ``issue_refund`` tool (kind ``edit``: it asks for approval) leaves a file
+    ``refund-<order>`` in ``marker_dir`` when it runs, so a test sees whether it ran anywhere."""
+
+    def issue_refund(order: str) -> str:
+        """Refund an order."""
+        (Path(marker_dir) / f"refund-{order}").touch()
+        return f"refunded {order}"
+
+    return one_tool_agent("refunder", issue_refund, "order", "done", kind="edit")
+
+
+def leaky_agent(secret: str) -> Agent:
+    """An agent whose ``lookup`` tool returns (and prints) ``secret``, and whose answer repeats
+    the tool's result: the secret is in the output, the trace and what the tool printed."""
+
+    def lookup(name: str) -> str:
+        """Look a credential up."""
+        print(f"found {secret} for {name}")
+        return f"{name} uses {secret}"
+
+    return one_tool_agent("leaker", lookup, "name", "answer")
+
+
+def local_cluster(distributed: Any) -> Any:
+    """A Dask LocalCluster of 2 worker processes (1 thread each) on 127.0.0.1; its HTTP server
+    on a free loopback port (dashboard_address=None still tries port 8787)."""
+    return distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0", silence_logs=50,
+    )  # fmt: skip

@@ -4,6 +4,7 @@ view on a loop, and ``%agent NAME --over VAR`` in IPython's test shell."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -31,17 +32,18 @@ def test_the_record_is_static_and_follows_the_table_contract(tmp_path: Path) -> 
     record = bundle[TABLE]
     assert record["schema"] == "kode_nb.table/v1"
     assert [c["key"] for c in record["columns"]] == [
-        "row", "input", "status", "output", "error", "turns", "tokens", "trace",
+        "row", "input", "status", "output", "error", "turns", "tokens", "cached",
     ]  # fmt: skip
-    assert len(record["rows"]) == 20
-    assert record["note"] == "6 more rows: the DataFrame (await the run) has them all"
+    assert len(record["rows"]) == 10
+    assert record["note"] == "16 more: the DataFrame (df = await h) has every row"
     assert record["rows"][3]["output"] == "squared: 9"
-    assert record["rows"][3]["trace"].endswith(".json")
     html = bundle["text/html"]
     assert "style=" not in html
     assert "<script" not in html
+    assert ".json" not in html  # no cache paths: the DataFrame has them
     assert html.startswith("<details open><summary><b>squarer</b>")
-    assert "❌ error" not in html  # the failing row is past the first 20
+    assert "16 more: the DataFrame" in html
+    assert "❌ error" not in html  # the failing row is past the first 10
     assert re.match(
         r"squarer: 26 runs, finished — 25 ok, 1 failed, 0 from the cache; [\d,]+ in",
         bundle["text/plain"],
@@ -62,10 +64,12 @@ def test_the_inbox_displays_what_waits() -> None:
     bundle = asyncio.run(main())
     assert bundle["text/plain"].splitlines() == [
         "Approval inbox: 2 waiting; 0 approved, 0 denied, 0 by policy",
-        "#1 row 0: square(x=5)",
-        "#2 row 1: square(x=6)",
+        "square(x=*) — 2 waiting (rows 0, 1): #1, #2",
     ]
     assert [r["arguments"] for r in bundle[TABLE]["rows"]] == ['{"x": 5}', '{"x": 6}']
+    assert [r["group"] for r in bundle[TABLE]["rows"]] == [
+        "square(x=*) — 2 waiting (rows 0, 1)"
+    ] * 2
     assert "style=" not in bundle["text/html"]
     assert inbox_bundle(Inbox())[TABLE]["rows"] == []
 
@@ -80,13 +84,22 @@ def test_the_live_view_buttons_answer_the_inbox_and_it_ends_as_the_record() -> N
         await asyncio.sleep(0.3)  # a refresh
         assert WIDGET in view._repr_mimebundle_()
         assert view._repr_mimebundle_()["application/vnd.kode-nb.live+json"]["kind"] == "many"
-        rows = view.inbox.children
+        groups = view.inbox.children
+        assert len(groups) == 1  # one tool, one argument pattern: one group
+        head, *rows = groups[0].children
+        label, approve_all, deny_all = head.children
+        assert "square(x=*) — 3 waiting (rows 0, 1, 2)" in label.value
+        assert approve_all.description == "Approve all (3)"
+        assert deny_all.description == "Deny all (3)"
+        assert approve_all.layout.width == "auto"  # sized to its label, never clipped
         assert len(rows) == 3
         deny = rows[0].children[2]
         assert deny.description == "Deny"
         deny.click()
-        approve_all = rows[1].children[3]
-        assert approve_all.description == "Approve all square (3)"
+        await asyncio.sleep(0.3)  # a refresh: the group now holds two
+        head, *rows = view.inbox.children[0].children
+        approve_all = head.children[1]
+        assert approve_all.description == "Approve all (2)"
         approve_all.click()
         df = await h
         await asyncio.sleep(0)
@@ -136,3 +149,57 @@ def make_model():
         kode_ip.run_line_magic("agent", "adder --over people --concurrency 0")
     with pytest.raises(UsageError, match="invalid choice: 'spark'"):
         kode_ip.run_line_magic("agent", "adder --over people --engine spark")
+
+
+def test_the_inbox_groups_by_tool_and_argument_pattern() -> None:
+    async def main() -> list[Any]:
+        inbox = Inbox()
+        asks = [
+            ("issue_refund", {"order": "A-100", "amount": 5}), ("send_email", {"to": "bob"}),
+            ("issue_refund", {"order": "A-205", "amount": 5}), ("send_email", {"to": "eve"}),
+            ("issue_refund", {"order": "A-300", "amount": 5}), ("delete", {"path": "tmp/x.txt"}),
+        ]  # fmt: skip
+        tasks = [
+            asyncio.ensure_future(inbox.submit(row=i, tool=t, arguments=a))
+            for i, (t, a) in enumerate(asks)
+        ]
+        await asyncio.sleep(0)
+        groups = inbox.groups()
+        labels = [g.label() for g in groups]
+        assert inbox.approve_group(groups[0]) == 3
+        assert inbox.deny_group(groups[1], "no mail") == 2
+        inbox.approve(inbox.pending()[0])
+        decisions = await asyncio.gather(*tasks)
+        return [labels, [d.approved for d in decisions]]
+
+    labels, approved = asyncio.run(main())
+    assert labels == [
+        "issue_refund(order='A-*', amount=5) — 3 waiting (rows 0, 2, 4)",
+        "send_email(to=*) — 2 waiting (rows 1, 3)",
+        "delete(path='tmp/x.txt') — 1 waiting (row 5)",
+    ]
+    assert approved == [True, False, True, False, True, True]
+
+
+def test_an_interrupted_summary_counts_every_row() -> None:
+    async def main() -> str:
+        from kode_nb.ui.many_view import summary_text
+
+        inbox = Inbox()
+        h = run_many(square_agent(kind="edit"), [{"n": n} for n in range(6)], prompt="square {n}",
+                     cache=False, inbox=inbox, show=False, max_concurrency=2)  # fmt: skip
+        await h.until_stalled(timeout=10)
+        inbox.approve(inbox.pending()[0])
+        while h.progress.done < 1:  # noqa: ASYNC110 - polled like the view
+            await asyncio.sleep(0.01)
+        await h.until_stalled(timeout=10)
+        h.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await h.task  # type: ignore[misc]
+        assert h.counts() == {"ok": 1, "failed": 0, "cancelled": 2, "running": 0, "pending": 3}
+        return summary_text(h)
+
+    text = asyncio.run(main())
+    assert text.startswith(
+        "squarer: 6 runs, cancelled — 1 ok, 0 failed, 2 cancelled, 3 not started, 0 from the cache"
+    ), text
