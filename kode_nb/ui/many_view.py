@@ -18,6 +18,7 @@ text in a later one). Everything shown passes through :func:`kode_nb._redact.red
 from __future__ import annotations
 
 import asyncio
+import json
 from html import escape
 from typing import TYPE_CHECKING, Any
 
