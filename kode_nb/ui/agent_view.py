@@ -40,7 +40,7 @@ from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.delegation import DelegationTree
 from kode_nb.ui.html import BOX, PRE, call_args_html, clip, esc, fmt_duration, status_badge
-from kode_nb.ui.records import LIVE_MIME, Record, live_marker, run_record
+from kode_nb.ui.records import Record, mark_live, run_record
 from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 
 if TYPE_CHECKING:
@@ -459,5 +459,5 @@ class RunView(W.VBox):  # type: ignore[misc]
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data["text/html"] = self.html()
         data["text/plain"] = self.text_summary()
-        data[LIVE_MIME] = live_marker("run")
+        mark_live(data, "run")
         return data
