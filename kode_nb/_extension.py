@@ -68,8 +68,11 @@ def load_ipython_extension(ipython: Any) -> None:
         if wait_cells not in ipython.input_transformers_post:
             ipython.input_transformers_post.append(wait_cells)
         from kode_nb.magics.notebook_comm import register
+        from kode_nb.magics.parent_guard import ParentGuard
 
         register(magics)  # the tools panel and the notebook tools' front end
+        magics.parent_guard = ParentGuard(ipython)  # each cell's idle names its own request
+        magics.parent_guard.register()
     from kode_nb.magics.mcp_magics import connect_configured
 
     connect_configured(magics)  # MCP servers of a config file: background task, never raises
@@ -84,6 +87,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from kode_nb.magics.notebook_comm import unregister
 
     unregister(magics)
+    if magics.parent_guard is not None:
+        magics.parent_guard.unregister()
     magics.close_session()
     from kode_nb.magics.awaiting import wait_cells
 

@@ -106,6 +106,8 @@ class KodeMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.installed_formatters: list[Any] = []
         """What the extension registered (removed again on unload)."""
+        self.parent_guard: Any = None
+        """The kernel's :class:`~kode_nb.magics.parent_guard.ParentGuard` (None outside a kernel)."""
 
     # ------------------------------------------------------------------ settings
 
