@@ -138,9 +138,12 @@ export class TraceViewer {
     this.node.addEventListener('keydown', e => {
       if (e.key === '/' && e.target !== this.search) {
         e.preventDefault();
-        e.stopPropagation();
         this.search.focus();
       }
+      // The viewer owns its keys: JupyterLab and Notebook 7 read their shortcuts (D D deletes
+      // the cell, A/B insert one...) from keydown events bubbling up to the document, and the
+      // notebook is in command mode while a span row has the focus.
+      e.stopPropagation();
     });
   }
 
