@@ -41,6 +41,26 @@ def _text_renderer(key: str) -> Callable[[Any, Any, bool], None]:
     return render
 
 
+_BUNDLE = "mimebundle"
+"""Where a record type's formatter is kept (IPython's mimebundle formatter)."""
+
+
+def _bundle_renderer(key: str) -> Callable[..., dict[str, Any]]:
+    def render(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from kode_nb.ui.formatters import record_bundle
+
+        return record_bundle(key, obj)
+
+    render.__qualname__ = render.__name__ = f"kode_nb_record_{key}"
+    return render
+
+
+def _record_types() -> tuple[tuple[str, str, str], ...]:
+    from kode_nb.ui.formatters import RECORD_TYPES
+
+    return RECORD_TYPES
+
+
 def _formatted_types() -> tuple[tuple[str, str, str], ...]:
     # kept in kode_nb.ui.formatters; this import is cheap (no widgets, no pydantic)
     from kode_nb.ui.formatters import FORMATTED_TYPES
@@ -60,6 +80,11 @@ def load_ipython_extension(ipython: Any) -> None:
         for mime, func in (("text/html", _html_renderer(key)), ("text/plain", _text_renderer(key))):
             previous = formatters[mime].for_type_by_name(module, name, func)
             installed.append((mime, module, name, func, previous))
+    bundles = ipython.display_formatter.mimebundle_formatter
+    for module, name, key in _record_types():
+        render = _bundle_renderer(key)
+        previous = bundles.for_type_by_name(module, name, render)
+        installed.append((_BUNDLE, module, name, render, previous))
     magics.installed_formatters = installed
     ipython.user_ns.setdefault("kode_nb", sys.modules["kode_nb"])
     if getattr(ipython, "kernel", None) is not None:  # cells wait for MCP connections
@@ -73,6 +98,9 @@ def load_ipython_extension(ipython: Any) -> None:
         register(magics)  # the tools panel and the notebook tools' front end
         magics.parent_guard = ParentGuard(ipython)  # each cell's idle names its own request
         magics.parent_guard.register()
+        from kode_nb.execution._session_defaults import install
+
+        install(magics.session_parts)  # kode_nb.Executor() in this kernel: the session's
     from kode_nb.magics.mcp_magics import connect_configured
 
     connect_configured(magics)  # MCP servers of a config file: background task, never raises
@@ -89,6 +117,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     unregister(magics)
     if magics.parent_guard is not None:
         magics.parent_guard.unregister()
+    from kode_nb.execution._session_defaults import uninstall
+
+    uninstall(magics.session_parts)
     magics.close_session()
     from kode_nb.magics.awaiting import wait_cells
 
@@ -102,9 +133,12 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.configurables.remove(magics)
     formatters = ipython.display_formatter.formatters
     for mime, module, name, func, previous in reversed(magics.installed_formatters):
-        _remove_printer(formatters[mime], module, name, func)
+        formatter = (
+            ipython.display_formatter.mimebundle_formatter if mime == _BUNDLE else formatters[mime]
+        )
+        _remove_printer(formatter, module, name, func)
         if previous is not None:
-            formatters[mime].for_type_by_name(module, name, previous)
+            formatter.for_type_by_name(module, name, previous)
     magics.installed_formatters = []
 
 

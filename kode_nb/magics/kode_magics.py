@@ -157,6 +157,14 @@ class KodeMagics(Magics):
             self._session = KodeSession(self.shell, self)
         return self._session
 
+    def session_parts(self) -> Any:
+        """The session's registry, policy, approver and bus, for executors made bare in this
+        kernel (:mod:`kode_nb.execution._session_defaults`)."""
+        from kode_nb.execution._session_defaults import SessionParts
+
+        session = self.session
+        return SessionParts(session.registry, session.policy, session.approver, session.bus)
+
     def close_session(self) -> None:
         if self._session is not None:
             self._session.close()

@@ -52,3 +52,24 @@ TEXT: dict[str, Callable[[Any], str]] = {
     "event": H.event_text,
 }
 """Renderer key -> ``obj -> text``."""
+
+RECORD_TYPES: tuple[tuple[str, str, str], ...] = (
+    ("kode_nb.agents.result", "AgentRunResult", "run"),
+    ("kode_nb.agents.trace", "Trace", "trace"),
+)
+"""``(module, class name, record kind)`` of the types displayed as their static record (a MIME
+bundle: the record JSON the extension draws, with its HTML and text fallbacks)."""
+
+
+def record_bundle(key: str, obj: Any) -> dict[str, Any]:
+    """The MIME bundle of ``obj``'s record: an :class:`~kode_nb.agents.AgentRunResult` as the
+    run record (with its trace viewer), a :class:`~kode_nb.agents.Trace` as the trace viewer."""
+    from kode_nb.ui.records import run_record, trace_record
+
+    if key == "run":
+        model = obj.trace.root.attributes.get("model") if obj.trace is not None else None
+        record = run_record(agent=obj.agent, model=model, result=obj)
+    else:
+        record = trace_record(obj)
+    bundle: dict[str, Any] = record.bundle()
+    return bundle
