@@ -76,6 +76,9 @@ def _cells(page: Any) -> list[dict[str, Any]]:
                  .filter(c => c.model.type === 'code')
                  .map((c, i) => ({i, count: c.model.executionCount,
                                   prompt: c.node.querySelector('.jp-InputPrompt')?.innerText ?? '',
+                                  error: [...c.node.querySelectorAll(
+                                    '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+                                    .map(n => n.innerText).join(' | ').slice(-300),
                                   source: c.model.sharedModel.getSource().slice(0, 60)}))"""
         )
     )
@@ -120,6 +123,10 @@ def test_run_all_gives_every_cell_its_count(lab: tuple[str, Path], name: str) ->
         for attempt in range(TIMES):
             cells = _run_all(page, timeout=120)
             left = [c for c in cells if c["count"] is None]
+            errors_shown = [f"code cell {c['i'] + 1}: {c['error']}" for c in cells if c["error"]]
+            if left and errors_shown:
+                left = left[:1]
+                left[0] = {**left[0], "prompt": "after an error: " + " | ".join(errors_shown)}
             if left:
                 hung.append(f"run {attempt + 1}: " + "; ".join(
                     f"code cell {c['i'] + 1} {c['prompt']} {c['source']!r}" for c in left))  # fmt: skip
