@@ -17,6 +17,11 @@ notebook's collapsible headings), so the run reads as one line until opened. Eve
 ``metadata.kode_nb`` (``trace_id``, ``span_id``, ``role``). Run top to bottom, the cells
 reproduce the run offline.
 
+A huge run is expanded in part: at most :data:`MAX_CELLS` cells for its turns and tool calls
+(a note says how many turns were left out), and a trace whose JSON is over :data:`MAX_EMBED`
+characters is not copied into the setup cell: it loads the trace from this kernel's known traces
+by its id (``kode_nb.agents.known_trace``), with a note.
+
 What cannot be reproduced — a trace from a newer format, a tool not registered in this kernel, a
 subagent whose nested run is missing — gets a note (a markdown cell where it applies, and in
 :attr:`Expansion.notes`); the cells for the rest are still made.
@@ -38,6 +43,11 @@ from kode_nb.agents.trace import READABLE_SCHEMAS, Span, Trace
 from kode_nb.errors import ConfigurationError
 
 __all__ = ["COLLAPSED_KEYS", "Expansion", "expand_trace"]
+
+MAX_CELLS = 400
+"""Cells made for a run's turns and tool calls, at most; the rest are left out with a note."""
+MAX_EMBED = 2_000_000
+"""Characters of trace JSON the setup cell holds, at most; a bigger trace is loaded by id."""
 
 COLLAPSED_KEYS = ("jp-MarkdownHeadingCollapsed", "heading_collapsed")
 """Cell-metadata keys that mark a markdown heading collapsed (JupyterLab 4; classic)."""
@@ -77,6 +87,8 @@ class _Builder:
         self.registered = registered
         self.cells: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.skipped = 0
+        """Turns left out (past :data:`MAX_CELLS`)."""
 
     def _meta(self, span: Span | None, role: str) -> dict[str, Any]:
         meta: dict[str, Any] = {"trace_id": _printable(str(self.trace.trace_id)), "role": role}
@@ -128,6 +140,9 @@ class _Builder:
                 self.turn(turn, level + 1, label)
 
     def turn(self, turn: Span, level: int, path: str) -> None:
+        if len(self.cells) >= MAX_CELLS:
+            self.skipped += 1
+            return
         tool_spans = [s for s in turn.children if s.kind == "tool_call"]
         names = _text(_line(", ".join(str(s.attributes.get("tool", "?")) for s in tool_spans)))
         what = f"{len(tool_spans)} tool call(s): {names}" if tool_spans else "answer"
@@ -271,16 +286,30 @@ def expand_trace(
     not checked)."""
     notes: list[str] = []
     trace = _load(run_or_trace, notes)
-    builder = _Builder(trace, registered)
-    builder.notes.extend(notes)
     root = trace.root
     if root.kind != "run":
         raise ConfigurationError("expand_trace: the trace's root is not a recorded agent run")
     data = _json(trace.to_dict())
+    if len(data) > MAX_EMBED:
+        from kode_nb.agents._known import remember_trace
+
+        remember_trace(trace)
+        notes.append(
+            f"the trace's JSON is {len(data):,} characters: the setup cell loads it by its id from "
+            "the traces this kernel knows (kode_nb.agents.known_trace) instead of holding a copy"
+        )
+        trace_id = json.dumps(_printable(str(trace.trace_id)))
+        load = (
+            f"from kode_nb.agents import known_trace\n\nTRACE = known_trace({trace_id}).to_dict()\n"
+        )
+    else:
+        load = f'TRACE = json.loads(r"""{data}""")\n'
+    builder = _Builder(trace, registered)
+    builder.notes.extend(notes)
     builder.code(
         "import json\n\nimport kode_nb\n\n"
         f"# the recorded run ({_line(trace.schema)}, trace {_line(trace.trace_id)})\n"
-        f'TRACE = json.loads(r"""{data}""")\n'
+        f"{load}"
         "# In a notebook with kode_nb loaded, kode_nb.Executor() is the session's: its tools,\n"
         "# policy and approvals (a denied tool stays denied, an edit tool asks with buttons).\n"
         "executor = kode_nb.Executor()",
@@ -289,6 +318,12 @@ def expand_trace(
     for note in notes:
         builder.markdown(f"> **Note:** {_text(_line(note))}", root, "note")
     builder.run(root, 2, "")
+    if builder.skipped:
+        builder.note(
+            f"the run is long: {builder.skipped:,} more turn(s) were not expanded into cells "
+            f"(at most {MAX_CELLS} cells); the replay cell below replays the whole run",
+            root,
+        )
     builder.markdown(f"## Replay `{_code_span(root.name)}`", root, "replay_heading")
     builder.code(
         "replayed = await kode_nb.replay(TRACE)  # offline: the model answers from the trace\n"

@@ -205,3 +205,24 @@ async def test_cells_from_a_hostile_trace_parse_encode_and_load(add: ToolRegistr
     trace = namespace["TRACE"]
     assert isinstance(trace, dict)
     assert trace["trace_id"] == json.loads(json.dumps(data))["trace_id"]
+
+
+async def test_a_huge_run_is_expanded_in_part_and_loaded_by_id(
+    add: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode_nb.agents import _expand, known_trace
+
+    monkeypatch.setattr(_expand, "MAX_CELLS", 4)
+    monkeypatch.setattr(_expand, "MAX_EMBED", 100)
+    model = ScriptedModel([call("add", a=i, b=i) for i in range(12)] + ["done"])
+    result = await Agent(model=model, tools=["add"], max_turns=20).run("add a lot")
+    expansion = kode_nb.expand_trace(result)
+    assert len(expansion.cells) < 12
+    assert any("more turn(s) were not expanded" in n for n in expansion.notes)
+    assert any("loads it by its id" in n for n in expansion.notes)
+    setup = sources(expansion.cells, "code")[0]
+    assert f"known_trace({json.dumps(result.trace.trace_id)})" in setup
+    assert known_trace(result.trace.trace_id).trace_id == result.trace.trace_id
+    namespace: dict[str, object] = {}
+    exec(setup.replace("executor = kode_nb.Executor()", ""), namespace)
+    assert isinstance(namespace["TRACE"], dict)
