@@ -4,6 +4,7 @@ import { copyButton, h, pretty, block, Child } from './dom';
 import { formatCost, spanCost } from './core/cost';
 import { formatCount, formatDuration, formatTokens } from './core/format';
 import { FlatSpan, FlatTrace, SpanData } from './core/trace';
+import { kindLabel } from './rows';
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -338,7 +339,7 @@ export function renderDetails(
     h(
       'div.kode-nb-details-head',
       null,
-      h('span.kode-nb-kind', null, span.kind),
+      h('span.kode-nb-kind', { title: span.kind }, kindLabel(span.kind, s.agentDepth)),
       h('b.kode-nb-details-name', null, span.name),
       statusBadge(span.status),
       copyButton('Copy JSON', () => JSON.stringify(span, null, 2)),
