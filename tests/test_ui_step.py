@@ -65,7 +65,7 @@ async def test_a_model_request_pause_shows_the_request_and_edits_the_picked_mess
     assert "Add 1 and 2." in html
     assert "tools: add" in html
     assert "system prompt" in html
-    assert prompt.text() == "paused before model request — agent main, turn 1, 1 messages"
+    assert prompt.text() == "paused before model request — agent main, turn 1, 1 message"
     assert prompt.give_button not in prompt.children[1].children  # no result for a request
     assert prompt.editor.value == "Add 1 and 2."
     assert prompt.message.options == (("[0] user", 0),)
@@ -204,7 +204,7 @@ async def test_without_widgets_a_pause_says_how_to_decide(add: ToolRegistry) -> 
         point.next()
     await run
     assert static.lines[0] == (
-        "  ❚❚ paused before model request (1 messages): h.step.next() / .edit(...) / "
+        "  ❚❚ paused before model request (1 message): h.step.next() / .edit(...) / "
         ".run_to_end() / .stop(reason)"
     )
     assert static.lines[1].startswith('  ❚❚ paused before tool add {"a": 1, "b": 2}: h.step.next()')

@@ -55,6 +55,8 @@ def parse_argstring(magic: Any, line: str) -> Any:
             for u in unknown
             if (close := difflib.get_close_matches(u, options, n=1, cutoff=0.6))
         ]
+        if "--tools" in options and re.search(r"--tools[ =]\S+ +[^-\s]", line):
+            hints.append("--tools takes one comma-separated list: --tools a,b,c")
         if not hints:
             raise
         raise UsageError(f"{message}; " + "; ".join(hints)) from None

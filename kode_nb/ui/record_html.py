@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kode_nb.agents._cost import format_cost
+from kode_nb.ui.html import count_of
 
 __all__ = [
     "MAX_SPANS",
@@ -316,7 +317,7 @@ def _span_body(span: Mapping[str, Any]) -> str:
         if new:
             estimate = a.get("request_tokens_estimate")
             size = f", request ≈ {estimate} tokens" if isinstance(estimate, int) else ""
-            parts.append(_labelled(f"new this turn ({len(new)} messages{size})", new))
+            parts.append(_labelled(f"new this turn ({count_of(len(new), 'message')}{size})", new))
         parts.extend(f"<div>{_esc(_step_event(e))}</div>" for e in span.get("events") or ()
                      if e.get("name") == "step_edit")  # fmt: skip
         response = a.get("response") or {}

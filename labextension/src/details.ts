@@ -175,7 +175,7 @@ function modelSection(a: Record<string, unknown>): HTMLElement[] {
       field('stop reason', String(a['stop_reason'] ?? '–')),
       field(
         'history',
-        `${String(a['message_count'] ?? '?')} messages (${messages.length} new here)`
+        `${String(a['message_count'] ?? '?')} ${a['message_count'] === 1 ? 'message' : 'messages'} (${messages.length} new here)`
       ),
       field('tools offered', chips(a['tools'])),
       typeof estimate === 'number'
