@@ -166,6 +166,8 @@ async def test_the_live_view_puts_each_pause_where_it_happens(add: ToolRegistry)
     assert len(steps) == 1
     assert steps[0] in view.body.children
     assert "before model request" in view.html()
+    assert "paused</span> at a step" in view._header_html()  # never "running 5 s" while it waits
+    assert "running" not in view._header_html()
     stepper.next()
     await run.paused(timeout=5)
     await _settle()

@@ -393,7 +393,9 @@ class RunView(W.VBox):  # type: ignore[misc]
         return time.monotonic() - self._t0
 
     def _header_html(self) -> str:
-        if self.status == "running":
+        if self.status == "running" and any(not p.point.done for p in self.step_prompts):
+            state = f"{status_badge('pending', 'paused')} at a step"  # not running: waiting
+        elif self.status == "running":
             state = f"{status_badge('pending', 'running')} {self.elapsed:.0f} s"
         else:
             took = fmt_duration(self.result.duration) if self.result is not None else ""
