@@ -99,7 +99,9 @@ export function approvalOf(span: SpanData): string | null {
       if (a['edited']) {
         words += ' with edited arguments';
       }
-      if (a['decided_by']) {
+      if (a['decided_by'] === 'notebook') {
+        words += ' in the notebook'; // its buttons, or h.approve() / h.deny() in a cell
+      } else if (a['decided_by']) {
         words += ` by ${String(a['decided_by'])}`;
       }
       return a['reason'] ? `${words}: ${String(a['reason'])}` : words;
