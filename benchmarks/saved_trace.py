@@ -47,7 +47,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "saved_trace.txt"))
     args = parser.parse_args()
 
-    from kode_nb.agents.trace import Trace
+    from kode_nb.traces import Trace
     from kode_nb.ui.records import trace_record
 
     lines = ["kode_nb trace records saved in a notebook (nbformat 4, as written to disk)", ""]

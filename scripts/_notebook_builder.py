@@ -4,7 +4,7 @@ are exactly what the kernel sent, and write it.
 
 A call or agent run started by a cell ends in the background, after nbclient has moved on to
 later cells; the kernel sends each view's final record again from the cell that runs next
-(kode_nb/ui/finals.py), so every view that ends before the last cell does is saved final, as in
+(kode_nb/ui/_finals.py), so every view that ends before the last cell does is saved final, as in
 any notebook executed headless. No extra cell is run.
 """
 

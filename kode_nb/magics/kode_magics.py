@@ -109,7 +109,7 @@ class KodeMagics(Magics):
         self.installed_formatters: list[Any] = []
         """What the extension registered (removed again on unload)."""
         self.parent_guard: Any = None
-        """The kernel's :class:`~kode_nb.magics.parent_guard.ParentGuard` (None outside a kernel)."""
+        """The kernel's :class:`~kode_nb.magics._parent_guard.ParentGuard` (None outside a kernel)."""
 
     # ------------------------------------------------------------------ settings
 
@@ -166,6 +166,17 @@ class KodeMagics(Magics):
 
         session = self.session
         return SessionParts(session.registry, session.policy, session.approver, session.bus)
+
+    def use_session_defaults(self) -> None:
+        """Make executors built bare in this kernel the session's (:meth:`session_parts`)."""
+        from kode_nb.execution._session_defaults import install
+
+        install(self.session_parts)
+
+    def drop_session_defaults(self) -> None:
+        from kode_nb.execution._session_defaults import uninstall
+
+        uninstall(self.session_parts)
 
     def close_session(self) -> None:
         if self._session is not None:

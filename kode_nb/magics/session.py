@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kode_nb.types import ToolResult
+from kode_nb.ui._finals import FinalRelay
 from kode_nb.ui.cell_display import current_parent
-from kode_nb.ui.finals import FinalRelay
 
 if TYPE_CHECKING:
     from kode_nb.magics.kode_magics import KodeMagics
@@ -268,7 +268,7 @@ class KodeSession:
     def remember(self, view: Any) -> None:
         """Keep ``view`` (with ``display_handle`` and ``final``) until its final record is
         delivered: sent again from a later cell when it ended after its own (see
-        :mod:`kode_nb.ui.finals`)."""
+        :mod:`kode_nb.ui._finals`)."""
         self.finals.remember(view)
 
     async def settle(self, timeout: float | None = 60.0) -> int:
@@ -336,7 +336,7 @@ class KodeSession:
         if isinstance(error, (KeyboardInterrupt, asyncio.CancelledError)):
             self.cancel_all("interrupted (kernel interrupt)")
         try:
-            from kode_nb.magics.notebook_comm import front_end_connected
+            from kode_nb.ui.notebook_comm import front_end_connected
 
             self.finals.after_cell(current_parent(), resend=not front_end_connected())
         except Exception:  # a display that cannot be sent must never fail the cell

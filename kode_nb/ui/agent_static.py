@@ -12,14 +12,15 @@ import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from kode_nb._redact import redact_text
-from kode_nb.ui.html import BOX, PRE, clip, count_of, esc, status_badge
+from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
+from kode_nb.ui.record_html import count_of
 from kode_nb.ui.records import Record, run_record
 from kode_nb.ui.trace_html import token_text, usage_total
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
-    from kode_nb.agents.result import AgentRunResult
+    from kode_nb.agents._result import AgentRunResult
 
 __all__ = ["StaticRunView", "answer_html", "first_line", "markdown_html", "run_summary"]
 

@@ -100,11 +100,6 @@ def clip_head(text: str, limit: int = MAX_HTML_TEXT) -> str:
     )
 
 
-def count_of(n: int, noun: str) -> str:
-    """``"1 message"``, ``"3 messages"``: a count with its noun (plural by an added s)."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 def fmt_duration(seconds: float) -> str:
     if seconds <= 0:
         return "not run"  # ended before the tool body started (bad arguments, denied...)

@@ -15,11 +15,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.agents._cost import format_cost
-from kode_nb.ui.html import count_of
+from kode_nb.models._cost import format_cost
 
 __all__ = [
     "MAX_SPANS",
+    "count_of",
     "call_html",
     "call_text",
     "card_html",
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 fmt_cost = format_cost
-"""``$0.0021``; ``cost unknown`` for ``None`` (kode_nb/agents/_cost.py ``format_cost``)."""
+"""``$0.0021``; ``cost unknown`` for ``None`` (kode_nb/models/_cost.py ``format_cost``)."""
 
 MAX_SPANS = 40
 """Spans of a trace drawn in its HTML; the others are summarized as "N more"."""
@@ -55,6 +55,11 @@ _DECISIONS = {
     "auto": "✔ Approved automatically",
     "denied": "✘ Denied",
 }
+
+
+def count_of(n: int, noun: str) -> str:
+    """``"1 message"``, ``"3 messages"``: a count with its noun (plural by an added s)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _esc(value: object) -> str:

@@ -210,7 +210,8 @@ async def test_cells_from_a_hostile_trace_parse_encode_and_load(add: ToolRegistr
 async def test_a_huge_run_is_expanded_in_part_and_loaded_by_id(
     add: ToolRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kode_nb.agents import _expand, known_trace
+    from kode_nb.debug import _expand
+    from kode_nb.traces import known_trace
 
     monkeypatch.setattr(_expand, "MAX_CELLS", 4)
     monkeypatch.setattr(_expand, "MAX_EMBED", 100)

@@ -20,7 +20,7 @@ reproduce the run offline.
 A huge run is expanded in part: at most :data:`MAX_CELLS` cells for its turns and tool calls
 (a note says how many turns were left out), and a trace whose JSON is over :data:`MAX_EMBED`
 characters is not copied into the setup cell: it loads the trace from this kernel's known traces
-by its id (``kode_nb.agents.known_trace``), with a note.
+by its id (``kode_nb.traces.known_trace``), with a note.
 
 What cannot be reproduced — a trace from a newer format, a tool not registered in this kernel, a
 subagent whose nested run is missing — gets a note (a markdown cell where it applies, and in
@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kode_nb.agents._replay import load_trace
-from kode_nb.agents.trace import READABLE_SCHEMAS, Span, Trace
+from kode_nb.debug._replay import load_trace
 from kode_nb.errors import ConfigurationError
+from kode_nb.traces._trace import READABLE_SCHEMAS, Span, Trace
 
 __all__ = ["COLLAPSED_KEYS", "Expansion", "expand_trace"]
 
@@ -291,16 +291,16 @@ def expand_trace(
         raise ConfigurationError("expand_trace: the trace's root is not a recorded agent run")
     data = _json(trace.to_dict())
     if len(data) > MAX_EMBED:
-        from kode_nb.agents._known import remember_trace
+        from kode_nb.traces._known import remember_trace
 
         remember_trace(trace)
         notes.append(
             f"the trace's JSON is {len(data):,} characters: the setup cell loads it by its id from "
-            "the traces this kernel knows (kode_nb.agents.known_trace) instead of holding a copy"
+            "the traces this kernel knows (kode_nb.traces.known_trace) instead of holding a copy"
         )
         trace_id = json.dumps(_printable(str(trace.trace_id)))
         load = (
-            f"from kode_nb.agents import known_trace\n\nTRACE = known_trace({trace_id}).to_dict()\n"
+            f"from kode_nb.traces import known_trace\n\nTRACE = known_trace({trace_id}).to_dict()\n"
         )
     else:
         load = f'TRACE = json.loads(r"""{data}""")\n'
