@@ -95,9 +95,13 @@ def load_ipython_extension(ipython: Any) -> None:
 
         if wait_cells not in ipython.input_transformers_post:
             ipython.input_transformers_post.append(wait_cells)
+        from kode_nb.magics._parent_guard import ParentGuard
         from kode_nb.ui.notebook_comm import register
 
         register(magics)  # the tools panel and the notebook tools' front end
+        magics.parent_guard = ParentGuard(ipython)  # each cell's idle names its own request
+        magics.parent_guard.register()
+        magics.use_session_defaults()  # kode_nb.Executor() in this kernel: the session's
     from kode_nb.magics.mcp_magics import connect_configured
 
     connect_configured(magics)  # MCP servers of a config file: background task, never raises
@@ -112,6 +116,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     from kode_nb.ui.notebook_comm import unregister
 
     unregister(magics)
+    if magics.parent_guard is not None:
+        magics.parent_guard.unregister()
+    magics.drop_session_defaults()
     magics.close_session()
     from kode_nb.magics.awaiting import wait_cells
 

@@ -2,10 +2,10 @@
 ``("md" | "py", source)`` cells, execute it in a real kernel with nbclient so the saved outputs
 are exactly what the kernel sent, and write it.
 
-A call or agent run started by a cell ends in the background, after nbclient has moved on;
-nbclient applies a view's final refresh only while it executes a cell. So after the last cell
-the kernel runs :data:`SETTLE` (``await kode_nb.settle()``: every call, run and MCP connection
-ends, and each view's final record is sent again from that cell), which is not saved.
+A call or agent run started by a cell ends in the background, after nbclient has moved on to
+later cells; the kernel sends each view's final record again from the cell that runs next
+(kode_nb/ui/_finals.py), so every view that ends before the last cell does is saved final, as in
+any notebook executed headless. No extra cell is run.
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ from pathlib import Path
 from typing import Any
 
 Cells = Sequence[tuple[str, str]]
-
-SETTLE = "import kode_nb\n\nawait kode_nb.settle(timeout=120)"
-"""The unsaved last cell: waits for the background work, so every view is saved final."""
 
 
 def build(cells: Cells) -> Any:
@@ -45,7 +42,6 @@ def build(cells: Cells) -> Any:
 
 
 def execute(nb: Any, notebook: Path) -> None:
-    import nbformat
     from nbclient import NotebookClient
 
     # Kernel state stays out of ~/.ipython and ~/.local/share/jupyter.
@@ -62,11 +58,7 @@ def execute(nb: Any, notebook: Path) -> None:
             store_widget_state=False,
             resources={"metadata": {"path": str(notebook.parent)}},
         )
-        nb.cells.append(nbformat.v4.new_code_cell(SETTLE))
-        try:
-            client.execute()
-        finally:
-            nb.cells.pop()
+        client.execute()
 
 
 def main(cells: Cells, notebook: Path, description: str, argv: list[str] | None = None) -> int:

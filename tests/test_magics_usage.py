@@ -34,6 +34,12 @@ def test_a_mistyped_option_gets_did_you_mean(kode_ip: Any, line: str, hint: str)
     assert hint in str(info.value)
 
 
+def test_tools_separated_by_spaces_get_the_comma_hint(kode_ip: Any) -> None:
+    with pytest.raises(UsageError, match="unrecognized arguments: b") as info:
+        kode_ip.run_cell_magic("ask", "--tools a b", "hello")
+    assert "--tools takes one comma-separated list: --tools a,b,c" in str(info.value)
+
+
 def test_an_unknown_option_far_from_any_is_reported_as_it_is(kode_ip: Any) -> None:
     with pytest.raises(UsageError) as info:
         kode_ip.run_cell_magic("tool", "--zzzzzz", CELL)

@@ -161,3 +161,24 @@ async def test_bad_requests_get_a_specific_refusal(
     # the channel is still usable after bad input
     comm.receive({"op": "card", "name": "add"})
     assert comm.sent[-1]["card"]["name"] == "add"
+
+
+async def test_too_deep_or_too_large_input_is_refused_clearly(
+    comm: RecordingComm, trace: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode_nb.ui import trace_ops as expand
+
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(900):  # what a front end can send: deeper than any recorded run
+        node["x"] = {}
+        node = node["x"]
+    reply = ask(comm, {"op": "expand", "trace": {**trace, "root": {**trace["root"], "a": deep}}})
+    assert reply["ok"] is False
+    assert "nested more than 200 levels deep" in reply["error"]
+    reply = ask(comm, {"op": "fork", "trace": {**trace, "junk": deep}, "span_id": "x"})
+    assert "too deep to expand or fork" in reply["error"]
+    monkeypatch.setattr(expand, "MAX_ITEMS", 50)
+    reply = ask(comm, {"op": "expand", "trace": trace})
+    assert reply["ok"] is False
+    assert "more than 50 JSON values: too large" in reply["error"]

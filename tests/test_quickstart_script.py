@@ -143,7 +143,7 @@ def test_saved_outputs_are_the_real_results() -> None:
     ]  # fmt: skip
     streamed = next(v for k, v in outputs.items() if k.startswith("await countdown"))
     assert streamed.startswith("streamed: 5… 4… 3… 2… 1… lift-off!\nresult:<SP>lift-off!")
-    # a call's view is saved final (the generator settles before saving): its record
+    # a call's view is saved final (re-sent from a later cell once it ended): its record
     started = next(v for k, v in outputs.items() if k.startswith("h = %tool write_note"))
     assert started == (
         "write_note: ok in <DURATION>\n✔ Approved\nSaved note 'groceries' (10 characters)."

@@ -66,7 +66,7 @@ async def test_a_model_request_pause_shows_the_request_and_edits_the_picked_mess
     assert "Add 1 and 2." in html
     assert "tools: add" in html
     assert "system prompt" in html
-    assert prompt.text() == "paused before model request — agent main, turn 1, 1 messages"
+    assert prompt.text() == "paused before model request — agent main, turn 1, 1 message"
     assert prompt.give_button not in prompt.children[1].children  # no result for a request
     assert prompt.editor.value == "Add 1 and 2."
     assert prompt.message.options == (("[0] user", 0),)
@@ -167,6 +167,8 @@ async def test_the_live_view_puts_each_pause_where_it_happens(add: ToolRegistry)
     assert len(steps) == 1
     assert steps[0] in view.body.children
     assert "before model request" in view.html()
+    assert "paused</span> at a step" in view._header_html()  # never "running 5 s" while it waits
+    assert "running" not in view._header_html()
     stepper.next()
     await run.paused(timeout=5)
     await _settle()
@@ -205,7 +207,7 @@ async def test_without_widgets_a_pause_says_how_to_decide(add: ToolRegistry) -> 
         point.next()
     await run
     assert static.lines[0] == (
-        "  ❚❚ paused before model request (1 messages): h.step.next() / .edit(...) / "
+        "  ❚❚ paused before model request (1 message): h.step.next() / .edit(...) / "
         ".run_to_end() / .stop(reason)"
     )
     assert static.lines[1].startswith('  ❚❚ paused before tool add {"a": 1, "b": 2}: h.step.next()')

@@ -17,6 +17,11 @@ notebook's collapsible headings), so the run reads as one line until opened. Eve
 ``metadata.kode_nb`` (``trace_id``, ``span_id``, ``role``). Run top to bottom, the cells
 reproduce the run offline.
 
+A huge run is expanded in part: at most :data:`MAX_CELLS` cells for its turns and tool calls
+(a note says how many turns were left out), and a trace whose JSON is over :data:`MAX_EMBED`
+characters is not copied into the setup cell: it loads the trace from this kernel's known traces
+by its id (``kode_nb.traces.known_trace``), with a note.
+
 What cannot be reproduced — a trace from a newer format, a tool not registered in this kernel, a
 subagent whose nested run is missing — gets a note (a markdown cell where it applies, and in
 :attr:`Expansion.notes`); the cells for the rest are still made.
@@ -39,6 +44,11 @@ from kode_nb.errors import ConfigurationError
 from kode_nb.traces._trace import READABLE_SCHEMAS, Span, Trace
 
 __all__ = ["COLLAPSED_KEYS", "Expansion", "expand_trace"]
+
+MAX_CELLS = 400
+"""Cells made for a run's turns and tool calls, at most; the rest are left out with a note."""
+MAX_EMBED = 2_000_000
+"""Characters of trace JSON the setup cell holds, at most; a bigger trace is loaded by id."""
 
 COLLAPSED_KEYS = ("jp-MarkdownHeadingCollapsed", "heading_collapsed")
 """Cell-metadata keys that mark a markdown heading collapsed (JupyterLab 4; classic)."""
@@ -78,14 +88,17 @@ class _Builder:
         self.registered = registered
         self.cells: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.skipped = 0
+        """Turns left out (past :data:`MAX_CELLS`)."""
 
     def _meta(self, span: Span | None, role: str) -> dict[str, Any]:
-        meta: dict[str, Any] = {"trace_id": self.trace.trace_id, "role": role}
+        meta: dict[str, Any] = {"trace_id": _printable(str(self.trace.trace_id)), "role": role}
         if span is not None:
-            meta["span_id"] = span.span_id
+            meta["span_id"] = _printable(str(span.span_id))
         return {"kode_nb": meta}
 
     def markdown(self, text: str, span: Span | None, role: str, *, collapsed: bool = False) -> None:
+        text = _printable(text)
         meta = self._meta(span, role)
         if collapsed:
             meta.update(dict.fromkeys(COLLAPSED_KEYS, True))
@@ -95,10 +108,11 @@ class _Builder:
         )  # fmt: skip
 
     def code(self, source: str, span: Span | None, role: str, output: str | None = None) -> None:
+        source = _printable(source)  # data in it is escaped already (_json): this cleans comments
         outputs = []
         if output is not None:
             outputs.append({"output_type": "execute_result", "execution_count": None,
-                            "metadata": {}, "data": {"text/plain": output}})  # fmt: skip
+                            "metadata": {}, "data": {"text/plain": _printable(output)}})  # fmt: skip
         self.cells.append(
             {"cell_type": "code", "id": f"kode-{len(self.cells):04d}", "execution_count": None,
              "metadata": self._meta(span, role), "outputs": outputs, "source": source}
@@ -112,7 +126,7 @@ class _Builder:
         a = run.attributes
         label = f"{path} > {_code_span(run.name)}" if path else _code_span(run.name)
         hashes = "#" * min(level, 6)
-        lines = [f"{hashes} Run `{label}` — {_line(run.status)}", ""]
+        lines = [f"{hashes} Run `{label}` — {_text(_line(run.status))}", ""]
         lines.append(f"**Prompt:** {_quote(str(a.get('prompt', '')))}")
         lines.append("")
         tools = ", ".join(f"`{_code_span(t)}`" for t in a.get("tools") or []) or "none"
@@ -127,20 +141,23 @@ class _Builder:
                 self.turn(turn, level + 1, label)
 
     def turn(self, turn: Span, level: int, path: str) -> None:
+        if len(self.cells) >= MAX_CELLS:
+            self.skipped += 1
+            return
         tool_spans = [s for s in turn.children if s.kind == "tool_call"]
         names = _text(_line(", ".join(str(s.attributes.get("tool", "?")) for s in tool_spans)))
         what = f"{len(tool_spans)} tool call(s): {names}" if tool_spans else "answer"
-        number = _line(turn.attributes.get("turn", "?"))
+        number = _text(_line(turn.attributes.get("turn", "?")))
         self.markdown(f"{'#' * min(level, 6)} Turn {number} — {what}", turn, "turn", collapsed=True)
         for span in turn.children:
             if span.kind == "model_call":
                 response = span.attributes.get("response")
                 text = response.get("text") if isinstance(response, Mapping) else None
                 if text:
-                    self.markdown(f"**{path}** (model):\n\n{_text(text)}", span, "model_text")
+                    self.markdown(f"**`{path}`** (model):\n\n{_text(text)}", span, "model_text")
                 elif span.status == "error":
                     error = _text(_line(span.error))
-                    self.markdown(f"**{path}** (model error): {error}", span, "model_text")
+                    self.markdown(f"**`{path}`** (model error): {error}", span, "model_text")
             elif span.kind == "tool_call":
                 self.tool_call(span, level, path)
 
@@ -187,6 +204,22 @@ def _quote(text: str) -> str:
     return _text(_line(text)).strip() or "(empty)"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _printable(text: str) -> str:
+    """``text`` that a notebook file (UTF-8) and Python's tokenizer take: a lone surrogate (a
+    trace's JSON can hold ``"\\ud800"``) becomes U+FFFD, a null byte U+2400 (␀)."""
+    return _SURROGATE.sub("\ufffd", text).replace("\x00", "\u2400")
+
+
+def _json(value: Any) -> str:
+    """``value`` as JSON text, non-ASCII kept as written but a lone surrogate as its ``\\uXXXX``
+    escape (JSON and Python string literals decode it back; UTF-8 cannot hold it raw)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _line(value: object) -> str:
     """``value`` on one line: what goes in a ``#`` comment, a heading or a code span can never
     start a new line of code or markdown (a recorded name or id is only data)."""
@@ -210,7 +243,7 @@ def _text(value: object) -> str:
 def _python(value: Any) -> str:
     """``value`` (JSON data) as a Python expression that evaluates to it: its JSON text where that
     is Python too (no ``true``/``false``/``null``), else its ``repr``, else ``json.loads(...)``."""
-    as_json = json.dumps(value, ensure_ascii=False, default=str)
+    as_json = _json(value)
     for text in (as_json, repr(value)):
         try:
             if ast.literal_eval(text) == value:
@@ -249,21 +282,44 @@ def expand_trace(
     not checked)."""
     notes: list[str] = []
     trace = _load(run_or_trace, notes)
-    builder = _Builder(trace, registered)
-    builder.notes.extend(notes)
     root = trace.root
     if root.kind != "run":
         raise ConfigurationError("expand_trace: the trace's root is not a recorded agent run")
-    data = json.dumps(trace.to_dict(), ensure_ascii=False, default=str)
+    data = _json(trace.to_dict())
+    if len(data) > MAX_EMBED:
+        from kode_nb.traces._known import remember_trace
+
+        remember_trace(trace)
+        notes.append(
+            f"the trace's JSON is {len(data):,} characters: the setup cell loads it by its id from "
+            "the traces this kernel knows (kode_nb.traces.known_trace) instead of holding a copy"
+        )
+        trace_id = json.dumps(_printable(str(trace.trace_id)))
+        load = (
+            f"from kode_nb.traces import known_trace\n\nTRACE = known_trace({trace_id}).to_dict()\n"
+        )
+    else:
+        load = f'TRACE = json.loads(r"""{data}""")\n'
+    builder = _Builder(trace, registered)
+    builder.notes.extend(notes)
     builder.code(
         "import json\n\nimport kode_nb\n\n"
         f"# the recorded run ({_line(trace.schema)}, trace {_line(trace.trace_id)})\n"
-        f'TRACE = json.loads(r"""{data}""")\nexecutor = kode_nb.Executor()',
+        f"{load}"
+        "# In a notebook with kode_nb loaded, kode_nb.Executor() is the session's: its tools,\n"
+        "# policy and approvals (a denied tool stays denied, an edit tool asks with buttons).\n"
+        "executor = kode_nb.Executor()",
         root, "setup",
     )  # fmt: skip
     for note in notes:
         builder.markdown(f"> **Note:** {_text(_line(note))}", root, "note")
     builder.run(root, 2, "")
+    if builder.skipped:
+        builder.note(
+            f"the run is long: {builder.skipped:,} more turn(s) were not expanded into cells "
+            f"(at most {MAX_CELLS} cells); the replay cell below replays the whole run",
+            root,
+        )
     builder.markdown(f"## Replay `{_code_span(root.name)}`", root, "replay_heading")
     builder.code(
         "replayed = await kode_nb.replay(TRACE)  # offline: the model answers from the trace\n"

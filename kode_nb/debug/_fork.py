@@ -136,6 +136,13 @@ def _live_model(trace: Trace, model: Any) -> Model:
             f"fork: pass model= (a Model or a model string): the run's model {recorded!r} cannot "
             f"continue it, {why}"
         )
+    left = getattr(known, "remaining", None)
+    if type(known).__name__ == "ScriptedModel" and isinstance(left, int) and left <= 0:
+        raise ConfigurationError(
+            f"fork: pass model= (a Model or a model string): the run's model {recorded!r} is a "
+            "ScriptedModel whose script the run used up, so it has no turn left to continue "
+            "from the fork point (e.g. model=ScriptedModel([...]) with the turns after it)"
+        )
     return known  # type: ignore[no-any-return]
 
 

@@ -146,6 +146,13 @@ class Executor:
         user: str | None = None,
         max_stuck_threads: int = 32,
     ) -> None:
+        if registry is None and policy is None and approver is None and bus is None:
+            from kode_nb.execution._session_defaults import session_parts
+
+            parts = session_parts()  # in a notebook with kode_nb loaded: its session's
+            if parts is not None:
+                registry, policy = parts.registry, parts.policy
+                approver, bus = parts.approver, parts.bus
         if registry is not None and not callable(getattr(registry, "get", None)):
             raise ConfigurationError(
                 f"Executor(registry=...) needs a ToolRegistry, got {registry!r}"

@@ -55,6 +55,8 @@ def parse_argstring(magic: Any, line: str) -> Any:
             for u in unknown
             if (close := difflib.get_close_matches(u, options, n=1, cutoff=0.6))
         ]
+        if "--tools" in options and re.search(r"--tools[ =]\S+ +[^-\s]", line):
+            hints.append("--tools takes one comma-separated list: --tools a,b,c")
         if not hints:
             raise
         raise UsageError(f"{message}; " + "; ".join(hints)) from None
@@ -106,6 +108,8 @@ class KodeMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.installed_formatters: list[Any] = []
         """What the extension registered (removed again on unload)."""
+        self.parent_guard: Any = None
+        """The kernel's :class:`~kode_nb.magics._parent_guard.ParentGuard` (None outside a kernel)."""
         from kode_nb.interop._host import set_host
 
         set_host(self._host)  # other frameworks' tool calls run in this session
@@ -160,6 +164,25 @@ class KodeMagics(Magics):
 
             self._session = KodeSession(self.shell, self)
         return self._session
+
+    def session_parts(self) -> Any:
+        """The session's registry, policy, approver and bus, for executors made bare in this
+        kernel (:mod:`kode_nb.execution._session_defaults`)."""
+        from kode_nb.execution._session_defaults import SessionParts
+
+        session = self.session
+        return SessionParts(session.registry, session.policy, session.approver, session.bus)
+
+    def use_session_defaults(self) -> None:
+        """Make executors built bare in this kernel the session's (:meth:`session_parts`)."""
+        from kode_nb.execution._session_defaults import install
+
+        install(self.session_parts)
+
+    def drop_session_defaults(self) -> None:
+        from kode_nb.execution._session_defaults import uninstall
+
+        uninstall(self.session_parts)
 
     def close_session(self) -> None:
         from kode_nb.interop._host import release_host

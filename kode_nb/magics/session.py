@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import threading
 import uuid
@@ -25,6 +26,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kode_nb.types import ToolResult
+from kode_nb.ui._finals import FinalRelay
+from kode_nb.ui.cell_display import current_parent
 
 if TYPE_CHECKING:
     from kode_nb.magics.kode_magics import KodeMagics
@@ -40,8 +43,7 @@ ROUTED_EVENTS = (
     "completed", "failed", "timed_out", "cancelled",
 )  # fmt: skip
 """Events forwarded to a call's view and handle (updates go straight to ``on_update``)."""
-SHOWN_LIMIT = 1000
-"""Views :meth:`KodeSession.remember` holds before it drops the final ones."""
+log = logging.getLogger(__name__)
 
 
 def resolve_style(style: str, shell: Any) -> str:
@@ -121,8 +123,8 @@ class KodeSession:
         self.runs: weakref.WeakSet[Any] = weakref.WeakSet()
         """Agent runs started from the notebook (their handles); interrupts cancel them too."""
         """Handles of calls in flight, by call id."""
-        self.shown: list[Any] = []
-        """Views displayed by this session, for :meth:`settle` to refresh once final."""
+        self.finals = FinalRelay()
+        """Views displayed by this session, until their final record is delivered."""
         self.cell_tools: dict[str, tuple[str, ...]] = {}
         """Tool names each ``%%tool`` cell defined, by cell id (to drop tools a re-run removed)."""
         self.executor = self._new_executor()
@@ -350,30 +352,10 @@ class KodeSession:
         return [t for t in tasks if not t.done() and t is not current]
 
     def remember(self, view: Any) -> None:
-        """Keep ``view`` (with ``display_handle`` and ``final``) for :meth:`settle`."""
-        if len(self.shown) >= SHOWN_LIMIT:
-            self.shown = [v for v in self.shown if not getattr(v, "final", True)]
-        self.shown.append(view)
-
-    def _refresh_finals(self) -> int:
-        """Send the final record of every finished view again, from the current cell.
-
-        A front end or nbclient files an ``update_display_data`` under the request it names:
-        the view's final refresh names the cell that showed it, which nbclient has finished
-        with by then. Re-sent from the cell running :meth:`settle`, it replaces the view's
-        output wherever it is (the same display id)."""
-        from IPython.display import update_display
-
-        keep, sent = [], 0
-        for view in self.shown:
-            handle = getattr(view, "display_handle", None)
-            if not getattr(view, "final", False):
-                keep.append(view)
-            elif handle is not None:
-                update_display(view, display_id=handle.display_id)
-                sent += 1
-        self.shown = keep
-        return sent
+        """Keep ``view`` (with ``display_handle`` and ``final``) until its final record is
+        delivered: sent again from a later cell when it ended after its own (see
+        :mod:`kode_nb.ui._finals`)."""
+        self.finals.remember(view)
 
     async def settle(self, timeout: float | None = 60.0) -> int:
         """Wait until every call, agent run and MCP connection started here has ended, so each
@@ -395,7 +377,7 @@ class KodeSession:
                 )
             await asyncio.wait(pending, timeout=left)
         await asyncio.sleep(0)  # the tasks' last callbacks (final refreshes) run
-        self._refresh_finals()
+        self.finals.resend_all()
         return len(waited)
 
     def cancel_all(self, reason: str = "cancelled") -> int:
@@ -439,6 +421,12 @@ class KodeSession:
         error = getattr(result, "error_in_exec", None)
         if isinstance(error, (KeyboardInterrupt, asyncio.CancelledError)):
             self.cancel_all("interrupted (kernel interrupt)")
+        try:
+            from kode_nb.ui.notebook_comm import front_end_connected
+
+            self.finals.after_cell(current_parent(), resend=not front_end_connected())
+        except Exception:  # a display that cannot be sent must never fail the cell
+            log.exception("kode_nb: sending final records from the cell failed")
 
     # ------------------------------------------------------------------ teardown
 

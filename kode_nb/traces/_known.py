@@ -17,12 +17,15 @@ from typing import Any
 from kode_nb.errors import ConfigurationError
 from kode_nb.traces._trace import Trace
 
-__all__ = ["LIMIT", "known_model", "known_trace", "remember_trace"]
+__all__ = ["LIMIT", "MAX_BYTES", "known_model", "known_trace", "remember_trace"]
 
 LIMIT = 256
 """How many traces are kept (least recently used dropped first)."""
+MAX_BYTES = 200_000_000
+"""About how many bytes of trace data are kept (the strings and numbers of their spans)."""
 
 _TRACES: OrderedDict[str, Trace] = OrderedDict()
+_SIZES: dict[str, int] = {}
 _MODELS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
@@ -45,14 +48,44 @@ def remember_trace(trace: Trace | Mapping[str, Any], *, model: Any = None) -> Tr
             trace = Trace.from_dict(trace)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigurationError(f"not a usable kode_nb trace: {exc}") from None
+    size = approximate_size(trace)
     with _LOCK:
         _TRACES[trace.trace_id] = trace
         _TRACES.move_to_end(trace.trace_id)
+        _SIZES[trace.trace_id] = size
         if model is not None:
             _MODELS[trace.trace_id] = model
-        while len(_TRACES) > LIMIT:
-            _MODELS.pop(_TRACES.popitem(last=False)[0], None)
+        while len(_TRACES) > 1 and (len(_TRACES) > LIMIT or sum(_SIZES.values()) > MAX_BYTES):
+            dropped = _TRACES.popitem(last=False)[0]
+            _MODELS.pop(dropped, None)
+            _SIZES.pop(dropped, None)
     return trace
+
+
+def approximate_size(trace: Trace) -> int:
+    """About how many bytes ``trace``'s data takes as JSON: its strings' lengths, 8 per other
+    value (walked without recursion; no serialization)."""
+    total = 0
+    stack: list[Any] = [trace.root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            total += len(node) + 2
+        elif isinstance(node, Mapping):
+            total += 2 + 4 * len(node)
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            total += 2 + len(node)
+            stack.extend(node)
+        elif hasattr(node, "attributes") and hasattr(node, "children"):  # a span
+            total += 200 + len(str(getattr(node, "name", "")))
+            stack.append(node.attributes)
+            stack.extend(getattr(node, "events", ()) or ())
+            stack.extend(node.children)
+        else:
+            total += 8
+    return total
 
 
 def known_model(trace_id: str) -> Any:
@@ -74,6 +107,6 @@ def known_trace(trace_id: str) -> Trace:
             return trace
     raise ConfigurationError(
         f"no trace {trace_id!r} in this kernel: it was recorded in another kernel or "
-        f"dropped (the newest {LIMIT} are kept); load it from its JSON instead "
-        "(kode_nb.traces.Trace.from_dict, or pass the saved JSON itself)"
+        f"dropped (the newest {LIMIT}, about {MAX_BYTES // 1_000_000} MB, are kept); load it "
+        "from its JSON instead (kode_nb.traces.Trace.from_dict, or pass the saved JSON itself)"
     )

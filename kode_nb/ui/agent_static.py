@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from kode_nb._format import format_tokens, shorten
 from kode_nb._redact import redact_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
+from kode_nb.ui.record_html import count_of
 from kode_nb.ui.records import Record, run_record
 from kode_nb.ui.trace_html import usage_total
 
@@ -125,7 +126,7 @@ class StaticRunView:
                 f"tool {point.tool} {json.dumps(point.arguments, ensure_ascii=False, default=str)}"
             )
         else:
-            what = f"model request ({len(point.messages)} messages)"
+            what = f"model request ({count_of(len(point.messages), 'message')})"
         self._log(f"{pad}  ❚❚ paused before {what}: h.step.next() / .edit(...) / "
                   f"{'.give_result(text) / ' if point.kind == 'tool_call' else ''}"
                   ".run_to_end() / .stop(reason)")  # fmt: skip

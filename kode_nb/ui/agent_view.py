@@ -41,7 +41,7 @@ from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.delegation import DelegationTree
 from kode_nb.ui.html import BOX, PRE, call_args_html, clip, esc, status_badge
-from kode_nb.ui.records import LIVE_MIME, Record, live_marker, run_record
+from kode_nb.ui.records import Record, mark_live, run_record
 from kode_nb.ui.trace_html import trace_html, usage_total
 
 if TYPE_CHECKING:
@@ -394,7 +394,9 @@ class RunView(W.VBox):  # type: ignore[misc]
         return time.monotonic() - self._t0
 
     def _header_html(self) -> str:
-        if self.status == "running":
+        if self.status == "running" and any(not p.point.done for p in self.step_prompts):
+            state = f"{status_badge('pending', 'paused')} at a step"  # not running: waiting
+        elif self.status == "running":
             state = f"{status_badge('pending', 'running')} {self.elapsed:.0f} s"
         else:
             took = format_duration(self.result.duration) if self.result is not None else ""
@@ -460,5 +462,5 @@ class RunView(W.VBox):  # type: ignore[misc]
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data["text/html"] = self.html()
         data["text/plain"] = self.text_summary()
-        data[LIVE_MIME] = live_marker("run")
+        mark_live(data, "run")
         return data

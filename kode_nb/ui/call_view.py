@@ -28,7 +28,7 @@ from kode_nb.ui.html import (
     call_text,
     result_body_html,
 )
-from kode_nb.ui.records import LIVE_MIME, Record, approval_of, finished_call_record, live_marker
+from kode_nb.ui.records import Record, approval_of, finished_call_record, mark_live
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -194,5 +194,5 @@ class CallView(W.VBox):  # type: ignore[misc]
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data["text/html"] = self.html()
         data["text/plain"] = self.text_summary()
-        data[LIVE_MIME] = live_marker("call")
+        mark_live(data, "call")
         return data

@@ -294,9 +294,9 @@ def _make_view_class() -> type:
             data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
             data["text/plain"] = _live_text(self.batch)
             data["text/html"] = f"<p>{escape(_live_text(self.batch))}</p>"
-            from kode_nb.ui.records import LIVE_MIME, live_marker
+            from kode_nb.ui.records import mark_live
 
-            data[LIVE_MIME] = live_marker("many")
+            mark_live(data, "many")
             return data
 
     return _ManyView

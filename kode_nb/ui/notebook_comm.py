@@ -44,6 +44,12 @@ def _comm_manager(shell: Any) -> Any:
     return getattr(getattr(shell, "kernel", None), "comm_manager", None)
 
 
+def front_end_connected() -> bool:
+    """Whether a kode_nb front end (the JupyterLab / Notebook 7 extension) has the comm open:
+    it applies display updates by display id, whatever cell they come from."""
+    return bool(_CHANNELS)
+
+
 def register(magics: KodeMagics) -> bool:
     """Register the comm target for ``magics``' kernel; False where the kernel has no comms."""
     manager = _comm_manager(magics.shell)

@@ -19,6 +19,7 @@ from kode_nb._format import format_cost, format_duration, format_tokens
 
 __all__ = [
     "MAX_SPANS",
+    "count_of",
     "call_html",
     "call_text",
     "card_html",
@@ -51,6 +52,11 @@ _DECISIONS = {
     "auto": "✔ Approved automatically",
     "denied": "✘ Denied",
 }
+
+
+def count_of(n: int, noun: str) -> str:
+    """``"1 message"``, ``"3 messages"``: a count with its noun (plural by an added s)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _esc(value: object) -> str:
@@ -299,7 +305,7 @@ def _span_body(span: Mapping[str, Any]) -> str:
         if new:
             estimate = a.get("request_tokens_estimate")
             size = f", request ≈ {estimate} tokens" if isinstance(estimate, int) else ""
-            parts.append(_labelled(f"new this turn ({len(new)} messages{size})", new))
+            parts.append(_labelled(f"new this turn ({count_of(len(new), 'message')}{size})", new))
         parts.extend(f"<div>{_esc(_step_event(e))}</div>" for e in span.get("events") or ()
                      if e.get("name") == "step_edit")  # fmt: skip
         response = a.get("response") or {}

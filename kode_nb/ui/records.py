@@ -69,6 +69,27 @@ def live_marker(kind: str) -> dict[str, str]:
     return {"schema": "kode_nb.live/v1", "kind": kind}
 
 
+NOT_FINISHED = (
+    "Not finished when this output was saved: this is its first state; it went on in the kernel."
+)
+"""What a live view's snapshot says under its first line: a notebook saved (or executed headless)
+before the work ended keeps the snapshot, and its reader must not take it for the outcome."""
+
+
+def mark_live(data: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Finish a live view's bundle ``data`` (its widget, ``text/html`` and ``text/plain``
+    snapshots): the :data:`LIVE_MIME` marker, and :data:`NOT_FINISHED` after the snapshots (the
+    ``text/plain`` first line keeps its fixed form, which the extension reads)."""
+    from html import escape
+
+    data[LIVE_MIME] = live_marker(kind)
+    if "text/plain" in data:
+        data["text/plain"] = f"{data['text/plain']}\n⧗ {NOT_FINISHED}"
+    if "text/html" in data:
+        data["text/html"] = f"{data['text/html']}<p><i>⧗ {escape(NOT_FINISHED)}</i></p>"
+    return data
+
+
 _CALL_STATUS = {
     "ok": "ok", "error": "error", "invalid_arguments": "invalid", "not_found": "not_found",
     "denied": "denied", "timed_out": "timeout", "cancelled": "cancelled",

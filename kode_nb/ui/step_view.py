@@ -31,6 +31,7 @@ import ipywidgets as W  # type: ignore[import-untyped]
 from kode_nb._redact import redact_text
 from kode_nb.stepping._step import StepEditError, message_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, pretty_json
+from kode_nb.ui.record_html import count_of
 
 if TYPE_CHECKING:
     from kode_nb.stepping._step import StepPoint
@@ -84,7 +85,7 @@ def step_html(point: StepPoint) -> str:
             if system
             else ""
         )
-        + f"<div><b>{len(point.messages)} messages</b></div>"
+        + f"<div><b>{count_of(len(point.messages), 'message')}</b></div>"
         + "".join(rows)
         + f"<details><summary>tools: {esc(names)}</summary>"
         f'<pre style="{PRE}">{esc(clip(json.dumps(tools, indent=2, ensure_ascii=False)))}</pre></details>'
@@ -98,7 +99,7 @@ def step_text(point: StepPoint) -> str:
         return f"paused before tool {point.tool}({redact_text(args)}) — agent {point.agent}, turn {point.turn}"
     return (
         f"paused before model request — agent {point.agent}, turn {point.turn}, "
-        f"{len(point.messages)} messages"
+        f"{count_of(len(point.messages), 'message')}"
     )
 
 

@@ -20,6 +20,38 @@ FORKABLE = ("turn", "model_call", "tool_call")
 """The span kinds a run can be forked at."""
 
 
+MAX_DEPTH = 200
+"""JSON nesting a trace sent by the front end may have (a span and its attribute objects are a
+few levels each: a run nested this deep is not a real run)."""
+MAX_ITEMS = 5_000_000
+"""JSON values (objects, arrays, strings, numbers) a trace sent by the front end may hold."""
+
+
+def _check_shape(value: Any) -> None:
+    """Refuse, with a clear answer, JSON too deep or too large to expand or fork (walked without
+    recursion, stopping at the first limit passed)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    items = 0
+    while stack:
+        node, depth = stack.pop()
+        items += 1
+        if depth > MAX_DEPTH:
+            raise ConfigurationError(
+                f"the trace is nested more than {MAX_DEPTH} levels deep: too deep to expand or "
+                "fork (a recorded run is a few levels per span)"
+            )
+        if items > MAX_ITEMS:
+            raise ConfigurationError(
+                f"the trace holds more than {MAX_ITEMS:,} JSON values: too large to expand or "
+                "fork here; load its JSON in the kernel (kode_nb.traces.Trace.from_dict) and work on "
+                "it in code"
+            )
+        if isinstance(node, Mapping):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+
+
 def _trace_json(data: Mapping[str, Any]) -> Mapping[str, Any]:
     trace = data.get("trace")
     if not isinstance(trace, Mapping):
@@ -27,6 +59,7 @@ def _trace_json(data: Mapping[str, Any]) -> Mapping[str, Any]:
             f"the request has no trace: expected the trace record's JSON object under 'trace', "
             f"got {type(trace).__name__}"
         )
+    _check_shape(trace)
     schema = trace.get("schema")
     if not (isinstance(schema, str) and schema.startswith("kode_nb.trace/")):
         raise ConfigurationError(

@@ -11,6 +11,7 @@ import {
 } from './core/format';
 import { isObject } from './core/json';
 import { FlatSpan, FlatTrace, SpanData } from './core/trace';
+import { kindLabel } from './rows';
 
 function field(label: string, value: Child | Child[]): HTMLElement {
   const values = Array.isArray(value) ? value : [value];
@@ -101,7 +102,9 @@ export function approvalOf(span: SpanData): string | null {
       if (a['edited']) {
         words += ' with edited arguments';
       }
-      if (a['decided_by']) {
+      if (a['decided_by'] === 'notebook') {
+        words += ' in the notebook'; // its buttons, or h.approve() / h.deny() in a cell
+      } else if (a['decided_by']) {
         words += ` by ${String(a['decided_by'])}`;
       }
       return a['reason'] ? `${words}: ${String(a['reason'])}` : words;
@@ -177,7 +180,7 @@ function modelSection(a: Record<string, unknown>): HTMLElement[] {
       field('stop reason', String(a['stop_reason'] ?? '–')),
       field(
         'history',
-        `${String(a['message_count'] ?? '?')} messages (${messages.length} new here)`
+        `${String(a['message_count'] ?? '?')} ${a['message_count'] === 1 ? 'message' : 'messages'} (${messages.length} new here)`
       ),
       field('tools offered', chips(a['tools'])),
       typeof estimate === 'number'
@@ -334,7 +337,7 @@ export function renderDetails(
     h(
       'div.kode-nb-details-head',
       null,
-      h('span.kode-nb-kind', null, span.kind),
+      h('span.kode-nb-kind', { title: span.kind }, kindLabel(span.kind, s.agentDepth)),
       h('b.kode-nb-details-name', null, span.name),
       statusBadge(span.status),
       copyButton('Copy JSON', () => JSON.stringify(span, null, 2)),

@@ -226,14 +226,20 @@ export function renderCard(data: unknown): HTMLElement {
       tab.addEventListener('click', () => show(p));
       tabs.appendChild(tab);
     }
+    // closed until asked for: a provider's schema is 300-450 px of JSON
     node.append(
       h(
-        'div.kode-nb-card-schema-bar',
+        'details.kode-nb-card-schemas',
         null,
-        tabs,
-        copyButton('Copy', () => pretty(schemas[current]))
-      ),
-      pre
+        h('summary', null, 'JSON schema the model sees'),
+        h(
+          'div.kode-nb-card-schema-bar',
+          null,
+          tabs,
+          copyButton('Copy', () => pretty(schemas[current]))
+        ),
+        pre
+      )
     );
     show(current);
   }

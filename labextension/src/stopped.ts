@@ -74,7 +74,13 @@ function shownText(cell: unknown, index: number): string {
   if (!node || node.querySelector('.jupyter-widgets-error-widget, .jp-mod-error')) {
     return '';
   }
+  // its buttons are what could be done, not what it showed: left out of the text
+  const controls = Array.from(
+    node.querySelectorAll<HTMLElement>('button, input, select, textarea')
+  ).filter(el => el.style.display !== 'none');
+  controls.forEach(el => (el.style.display = 'none'));
   const text = (node.innerText || node.textContent || '').trim();
+  controls.forEach(el => (el.style.display = ''));
   return /^(Loading widget|Error displaying widget)/.test(text) ? '' : text;
 }
 

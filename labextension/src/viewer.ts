@@ -9,7 +9,15 @@ import { CommandOutcome, requestCommand } from './bridge';
 import { append, download, h } from './dom';
 import { kindLabel, makeRow, RowEls, rowMeta, select } from './rows';
 import { renderDetails } from './details';
-import { applyFilter, facets, Filter, FilterResult, isActive, visibleRows } from './core/filter';
+import {
+  applyFilter,
+  facets,
+  Filter,
+  FilterResult,
+  isActive,
+  matchField,
+  visibleRows
+} from './core/filter';
 import { compactTokens, formatDuration } from './core/format';
 import { toOtlp } from './core/otel';
 import { flatten, FlatTrace, TraceData } from './core/trace';
@@ -31,7 +39,8 @@ export class TraceViewer {
     this.search = h('input.kode-nb-trace-search', {
       type: 'search',
       placeholder: 'Search spans (/)',
-      'aria-label': 'Search spans by name, kind, status, tool, agent or model'
+      'aria-label':
+        'Search spans: names, tools, arguments, results, model text and messages, prompts, answers, errors'
     }) as HTMLInputElement;
     const { kinds, statuses } = facets(this.flat);
     this.kindSelect = select('All kinds', kinds, 'Filter by kind');
@@ -138,9 +147,12 @@ export class TraceViewer {
     this.node.addEventListener('keydown', e => {
       if (e.key === '/' && e.target !== this.search) {
         e.preventDefault();
-        e.stopPropagation();
         this.search.focus();
       }
+      // The viewer owns its keys: JupyterLab and Notebook 7 read their shortcuts (D D deletes
+      // the cell, A/B insert one...) from keydown events bubbling up to the document, and the
+      // notebook is in command mode while a span row has the focus.
+      e.stopPropagation();
     });
   }
 
@@ -330,7 +342,11 @@ export class TraceViewer {
     els.kind.textContent = kindLabel(span.kind, s.agentDepth);
     els.name.textContent = span.name;
     els.name.title = span.name;
-    els.meta.textContent = rowMeta(s);
+    const query = this.filter.query.trim().toLowerCase();
+    const field = query && this.filterResult.match[i] ? matchField(span, query) : null;
+    // where the search matched, when not in what the row shows (name, kind, status, tool...)
+    els.meta.textContent =
+      field && field !== 'name' ? `${rowMeta(s)} · matched in ${field}` : rowMeta(s);
     els.duration.textContent = formatDuration(span.duration ?? s.end - s.start, '–');
     const own = compactTokens(s.tokens);
     const sub = compactTokens(s.subtreeTokens);

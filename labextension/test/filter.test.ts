@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { applyFilter, facets, NO_FILTER, visibleRows } from '../src/core/filter';
-import { flatten } from '../src/core/trace';
+import { applyFilter, facets, matchField, NO_FILTER, visibleRows } from '../src/core/filter';
+import { flatten, parseTrace } from '../src/core/trace';
 import { build } from './helpers';
 
 const flat = flatten(
@@ -89,4 +89,74 @@ test('facets list the kinds and statuses present', () => {
     kinds: ['run', 'turn', 'model_call', 'tool_call'],
     statuses: ['ok']
   });
+});
+
+test('a search finds arguments, results, model text, messages and errors, and says where', () => {
+  const trace = parseTrace({
+    schema: 'kode_nb.trace/v2',
+    trace_id: 't',
+    root: {
+      kind: 'run',
+      name: 'main',
+      span_id: 'r',
+      started_at: 0,
+      ended_at: 3,
+      duration: 3,
+      status: 'error',
+      error: 'Boom: the fig tree fell',
+      events: [],
+      attributes: { prompt: 'Tell me about the kiwi', output: null },
+      children: [
+        {
+          kind: 'model_call',
+          name: 'chat m',
+          span_id: 'm',
+          started_at: 0,
+          ended_at: 1,
+          duration: 1,
+          status: 'ok',
+          error: null,
+          events: [],
+          children: [],
+          attributes: {
+            messages: [
+              { role: 'user', content: 'old' },
+              { role: 'tool', content: 'PLUM seen' }
+            ],
+            response: { text: 'I will look up the Mango' }
+          }
+        },
+        {
+          kind: 'tool_call',
+          name: 'execute_tool peek',
+          span_id: 'c',
+          started_at: 1,
+          ended_at: 2,
+          duration: 1,
+          status: 'ok',
+          error: null,
+          events: [],
+          children: [],
+          attributes: {
+            tool: 'peek',
+            arguments: { fruit: 'kiwi' },
+            result: { status: 'ok', is_error: false, text: 'a papaya note' }
+          }
+        }
+      ]
+    }
+  });
+  const found = flatten(trace);
+  const where = (q: string) => {
+    const result = applyFilter(found, { ...NO_FILTER, query: q });
+    return found.spans
+      .filter((_, i) => result.match[i])
+      .map(s => `${s.span.span_id}:${matchField(s.span, q.toLowerCase())}`);
+  };
+  assert.deepEqual(where('KIWI'), ['r:prompt', 'c:arguments']);
+  assert.deepEqual(where('papaya'), ['c:result']);
+  assert.deepEqual(where('mango'), ['m:model text']);
+  assert.deepEqual(where('plum'), ['m:message']);
+  assert.deepEqual(where('fig tree'), ['r:error']);
+  assert.deepEqual(where('peek'), ['c:name']);
 });

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -69,7 +70,7 @@ async def test_cells_follow_the_run_with_collapsed_headings(add: ToolRegistry) -
     assert len(collapsed) == 7  # every heading but the replay one
     assert all(c["metadata"]["heading_collapsed"] is True for c in collapsed)
     assert all(c["metadata"]["kode_nb"]["trace_id"] == result.trace.trace_id for c in cells)
-    assert "**main** (model):\n\nLet me ask." in sources(cells, "markdown")
+    assert "**`main`** (model):\n\nLet me ask." in sources(cells, "markdown")
     code = sources(cells, "code")
     assert code[0].startswith("import json\n\nimport kode_nb")
     assert "# `helper` is a subagent: calling it runs its model" in code[1]
@@ -160,3 +161,69 @@ async def test_recorded_names_and_text_stay_data(add: ToolRegistry) -> None:
     assert "\\## Not a heading" in text
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
     assert "<img" not in "".join(markdown)
+
+
+EVIL = "<img src=x onerror=alert(1)>\x00\ud800 end\n## heading\n'''\"\"\"\\"
+"""HTML, a null byte, a lone surrogate, newlines, quotes of every kind and a backslash."""
+
+
+def evil_everywhere(value: object) -> object:
+    """Every string of a trace's JSON (keys of arguments too) made hostile, numbers kept."""
+    if isinstance(value, str):
+        return value + EVIL
+    if isinstance(value, list):
+        return [evil_everywhere(v) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            keep = key in {"schema", "kind", "started_at", "ended_at", "duration", "children",
+                           "span_id", "role", "type"}  # fmt: skip
+            out[key] = item if keep and not isinstance(item, list) else evil_everywhere(item)
+            if key == "children":
+                out[key] = [evil_everywhere(c) for c in item]  # type: ignore[union-attr]
+        return out
+    return value
+
+
+async def test_cells_from_a_hostile_trace_parse_encode_and_load(add: ToolRegistry) -> None:
+    data = evil_everywhere((await nested_run()).trace.to_dict())
+    assert isinstance(data, dict)
+    expansion = kode_nb.expand_trace(data)
+    notebook = expansion.notebook()
+    json.dumps(notebook, ensure_ascii=False).encode("utf-8")  # no lone surrogate in any cell
+    for source in sources(expansion.cells, "code"):
+        source.encode("utf-8")
+        assert "\x00" not in source
+        compile(source.replace("await ", ""), "<cell>", "exec")
+    for source in sources(expansion.cells, "markdown"):
+        assert "<img" not in re.sub(r"`[^`\n]*`", "", source), source  # code spans show it as text
+        assert "\x00" not in source
+        source.encode("utf-8")
+    setup = next(s for s in sources(expansion.cells, "code") if "TRACE = " in s)
+    namespace: dict[str, object] = {}
+    exec(setup.replace("executor = kode_nb.Executor()", ""), namespace)
+    trace = namespace["TRACE"]
+    assert isinstance(trace, dict)
+    assert trace["trace_id"] == json.loads(json.dumps(data))["trace_id"]
+
+
+async def test_a_huge_run_is_expanded_in_part_and_loaded_by_id(
+    add: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode_nb.debug import _expand
+    from kode_nb.traces import known_trace
+
+    monkeypatch.setattr(_expand, "MAX_CELLS", 4)
+    monkeypatch.setattr(_expand, "MAX_EMBED", 100)
+    model = ScriptedModel([call("add", a=i, b=i) for i in range(12)] + ["done"])
+    result = await Agent(model=model, tools=["add"], max_turns=20).run("add a lot")
+    expansion = kode_nb.expand_trace(result)
+    assert len(expansion.cells) < 12
+    assert any("more turn(s) were not expanded" in n for n in expansion.notes)
+    assert any("loads it by its id" in n for n in expansion.notes)
+    setup = sources(expansion.cells, "code")[0]
+    assert f"known_trace({json.dumps(result.trace.trace_id)})" in setup
+    assert known_trace(result.trace.trace_id).trace_id == result.trace.trace_id
+    namespace: dict[str, object] = {}
+    exec(setup.replace("executor = kode_nb.Executor()", ""), namespace)
+    assert isinstance(namespace["TRACE"], dict)

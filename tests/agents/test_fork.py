@@ -376,3 +376,18 @@ async def test_replay_of_a_model_that_sends_no_call_ids(
     assert ids == [i.replace(theirs, mine) for i in recorded]
     assert len(ids) == 2
     assert all(i.startswith(mine) for i in ids)
+
+
+async def test_a_scripted_run_that_used_its_script_up_asks_for_model(
+    adds: list[tuple[int, int]],
+) -> None:
+    run = await Agent(model=ScriptedModel([call("add", a=1, b=2), "three"]), tools=["add"]).run(
+        "1 2"
+    )
+    first_call = spans(run, "tool_call")[0]
+    with pytest.raises(ConfigurationError, match=r"pass model=.*ScriptedModel whose script"):
+        await kode_nb.fork(run, at=first_call.span_id, edit={"result": "4"})
+    forked = await kode_nb.fork(
+        run, at=first_call.span_id, edit={"result": "4"}, model=ScriptedModel(["four"])
+    )
+    assert forked.output == "four"

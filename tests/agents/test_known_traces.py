@@ -57,3 +57,22 @@ async def test_json_of_a_kept_trace_leaves_the_kept_one() -> None:
     result = await agent.run("q")
     assert remember_trace(result.trace.to_dict()) is result.trace
     assert known_trace(result.trace.trace_id) is result.trace
+
+
+async def test_the_table_is_bounded_by_bytes_and_keeps_the_newest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big = "x" * 10_000
+    runs = [await Agent(model=ScriptedModel([f"{big} {i}"])).run("go") for i in range(4)]
+    size = _known.approximate_size(runs[0].trace)
+    assert size > 10_000  # the answer is in the trace's run span
+    monkeypatch.setattr(_known, "MAX_BYTES", int(size * 2.5))
+    for run in runs:
+        remember_trace(run.trace)
+    assert known_trace(runs[3].trace.trace_id) is runs[3].trace
+    assert known_trace(runs[2].trace.trace_id) is runs[2].trace
+    with pytest.raises(ConfigurationError, match="about 0 MB"):
+        known_trace(runs[0].trace.trace_id)
+    monkeypatch.setattr(_known, "MAX_BYTES", 10)  # one trace over the bound is still kept
+    remember_trace(runs[1].trace)
+    assert known_trace(runs[1].trace.trace_id) is runs[1].trace

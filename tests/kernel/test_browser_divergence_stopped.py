@@ -21,6 +21,7 @@ from .browser import (
     ARTIFACTS,
     NEEDS_LABEXTENSION,
     TOKEN,
+    WRITE_NOTE,
     api,
     browser_page,
     output_text,
@@ -280,3 +281,25 @@ def test_a_run_cut_by_a_kernel_restart_becomes_a_static_note(lab: tuple[str, Pat
         assert broken not in text
     orphan = _outputs(folder, "orphan.ipynb")[RUN]
     assert WIDGET_MIME not in orphan[0]["data"], orphan
+
+
+def test_a_stopped_approval_keeps_its_words_not_its_buttons(lab: tuple[str, Path]) -> None:
+    """A call waiting for approval when the kernel restarts: the note keeps what the view
+    said (the tool, its arguments, waiting for a decision), not its buttons' labels."""
+    base, _folder = lab
+    cells = [f"%load_ext {EXT}", WRITE_NOTE, "h = %tool write_note path=n.txt text=hello"]
+    upload(base, "stopped_approval.ipynb", cells)
+    with browser_page("stopped_approval_failure.png") as (page, _errors):
+        page.goto(f"{base}/lab/tree/stopped_approval.ipynb?token={TOKEN}&reset")
+        wait_for_idle_kernel(page)
+        for i in range(3):
+            run_cell(page, i)
+        page.wait_for_selector(".jp-OutputArea button:has-text('Approve')", timeout=30_000)
+        page.evaluate("() => { void window.jupyterapp.commands.execute('kernelmenu:restart'); }")
+        page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").click(timeout=10_000)
+        wait_output(page, 2, STOPPED, timeout=30)
+        after = _live_output(page, 2)
+        text = after["data"]["text/plain"]
+        assert "write_note" in text, text
+        lines = [line.strip() for line in text.splitlines()]
+        assert not {"Approve", "Deny", "✔ Allow", "Always allow this tool"} & set(lines), text

@@ -96,7 +96,7 @@ def check_records(page: Any, errors: list[str]) -> None:
     assert "cost\ncost unknown" in text  # the scripted model has no price: unknown, not $0
     assert "What is 40 + 2? Check it." in text
 
-    viewer.locator(".kode-nb-trace-search").fill("divide")
+    viewer.locator(".kode-nb-trace-search").fill("execute_tool divide")  # a name: one span
     page.wait_for_function(
         "() => document.querySelector('.kode-nb-trace').querySelectorAll('.kode-nb-span')"
         ".length === 3"
@@ -112,6 +112,8 @@ def check_records(page: Any, errors: list[str]) -> None:
     call = page.locator(".kode-nb-call")
     assert "Denied: not in this folder" in call.locator(".kode-nb-approval").inner_text()
     card = page.locator(".kode-nb-card")
+    assert not card.locator(".kode-nb-schema").is_visible()  # closed until asked for
+    card.get_by_text("JSON schema the model sees").click()
     card.get_by_role("tab", name="anthropic").click()
     assert "input_schema" in card.locator(".kode-nb-schema").inner_text()
     assert page.locator(".kode-nb-table-record tbody tr").count() == 2

@@ -3,7 +3,11 @@
 import { FlatTrace, SpanData } from './trace';
 
 export interface Filter {
-  /** Case-insensitive text looked up in the name, kind, status, tool, agent and model. */
+  /**
+   * Case-insensitive text looked up in the name, kind, status, tool, agent and model, then in
+   * the arguments, the result, the model's text and the messages it was sent, the prompt, the
+   * answer and the error (each field's first FIELD_CHARS characters).
+   */
   query: string;
   /** Kinds to show; empty = all. */
   kinds: ReadonlySet<string>;
@@ -17,15 +21,68 @@ export function isActive(filter: Filter): boolean {
   return filter.query.trim() !== '' || filter.kinds.size > 0 || filter.statuses.size > 0;
 }
 
-function haystack(span: SpanData): string {
+/** Characters of one field a search looks in (a huge tool result is searched by its head). */
+export const FIELD_CHARS = 4000;
+
+type Field = [name: string, text: string];
+
+function text(value: unknown): string {
+  if (value === null || value === undefined) {
+    return '';
+  }
+  const t = typeof value === 'string' ? value : JSON.stringify(value);
+  return (t.length > FIELD_CHARS ? t.slice(0, FIELD_CHARS) : t).toLowerCase();
+}
+
+function record(value: unknown): Record<string, unknown> {
+  return value && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
+/** The message a model call added last (the newest user or tool message it was sent). */
+function lastMessage(messages: unknown): unknown {
+  return Array.isArray(messages) && messages.length ? messages[messages.length - 1] : null;
+}
+
+/** A span's searchable fields, lower-cased, in the order a match is reported. */
+function searchFields(span: SpanData): Field[] {
   const a = span.attributes;
-  const parts = [span.name, span.kind, span.status];
+  const head = [span.name, span.kind, span.status];
   for (const key of ['tool', 'agent', 'model']) {
     if (typeof a[key] === 'string') {
-      parts.push(a[key] as string);
+      head.push(a[key] as string);
     }
   }
-  return parts.join('\u0000').toLowerCase();
+  const result = record(a['result']);
+  const fields: Field[] = [
+    ['name', head.join('\u0000').toLowerCase()],
+    ['arguments', text(a['arguments'])],
+    ['result', text(result['text'])],
+    ['model text', text(record(a['response'])['text'])],
+    ['message', text(lastMessage(a['messages']))],
+    ['prompt', text(a['prompt'])],
+    ['answer', text(a['output'])],
+    ['error', text([span.error, result['error_type'], result['error']].filter(Boolean).join(' '))]
+  ];
+  return fields.filter(([, t]) => t !== '');
+}
+
+const FIELDS = new WeakMap<SpanData, Field[]>();
+
+/** The first field of `span` that holds `query` (lower-case), or null. */
+export function matchField(span: SpanData, query: string): string | null {
+  let fields = FIELDS.get(span);
+  if (!fields) {
+    fields = searchFields(span);
+    FIELDS.set(span, fields);
+  }
+  for (const [name, t] of fields) {
+    if (t.includes(query)) {
+      return name;
+    }
+  }
+  return null;
 }
 
 export function matches(span: SpanData, filter: Filter): boolean {
@@ -36,7 +93,7 @@ export function matches(span: SpanData, filter: Filter): boolean {
     return false;
   }
   const q = filter.query.trim().toLowerCase();
-  return q === '' || haystack(span).includes(q);
+  return q === '' || matchField(span, q) !== null;
 }
 
 export interface FilterResult {

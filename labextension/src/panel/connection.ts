@@ -19,6 +19,9 @@ type Obj = Record<string, unknown>;
 
 const MAX_TRACKED = 200;
 
+/** How long a new comm waits for its kernel subshell before it opens on the main shell. */
+const SUBSHELL_WAIT_MS = 5_000;
+
 /** A request the kernel cannot take: no kernel, or kode_nb is not loaded in it. */
 export class KernelAbsentError extends Error {
   constructor(readonly status: Status) {
@@ -222,7 +225,42 @@ export class NotebookConnection {
         this.setStatus('absent');
       }
     };
-    comm.open({});
+    void this.openOnSubshell(kernel, comm);
+  }
+
+  /**
+   * Opens `comm` once its kernel subshell has started (JupyterLab sends a comm's messages on a
+   * subshell of its target where the kernel has them; at most SUBSHELL_WAIT_MS). Sent on the
+   * main shell while a cell runs, ipykernel 7 handles a comm message concurrently with the cell
+   * and then sets its saved parent request back: when that spans the end of one cell and the
+   * start of the next (Run All, with the comm opened right after `%load_ext kode_nb`), the next
+   * cell's idle status names the previous cell and it stays `[*]` without its count.
+   */
+  private async openOnSubshell(
+    kernel: Kernel.IKernelConnection,
+    comm: Kernel.IComm
+  ): Promise<void> {
+    const sub = comm as { subshellStarted?: Promise<void>; commsOverSubshells?: string };
+    try {
+      await kernel.info;
+      if (
+        kernel.supportsSubshells &&
+        sub.subshellStarted &&
+        sub.commsOverSubshells !== 'disabled'
+      ) {
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          sub.subshellStarted.catch(() => undefined),
+          new Promise<void>(resolve => (timer = setTimeout(resolve, SUBSHELL_WAIT_MS)))
+        ]);
+        clearTimeout(timer);
+      }
+    } catch {
+      // no kernel info: open on the main shell
+    }
+    if (this.comm === comm && !comm.isDisposed && !kernel.isDisposed) {
+      comm.open({});
+    }
   }
 
   private closeComm(): void {

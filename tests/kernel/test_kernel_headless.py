@@ -1,0 +1,210 @@
+"""Notebooks executed headless (nbclient, ``jupyter nbconvert --execute``, papermill) are saved
+with every call and run that ended before the last cell as its final record, wherever it was
+shown, with no extra cell; one still going at the end is saved as its live view, saying so.
+
+The notebook below starts a call and an agent run in cells that return at once; they end in
+the background, while later cells run (nbclient only reads the messages of the cell it
+executes, so the views' own final refreshes, sent as output of the cells that showed them, are
+dropped: the kernel sends them again from the cell that ran next)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra")
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+CALL = "application/vnd.kode-nb.call+json"
+RUN = "application/vnd.kode-nb.run+json"
+LIVE = "application/vnd.kode-nb.live+json"
+
+CELLS = [
+    "%load_ext kode_nb",
+    '''\
+%%tool --kind read
+import asyncio
+
+
+async def slow_echo(text: str, wait: float = 0.3) -> str:
+    """Echo the text in capitals after a wait.
+
+    Args:
+        text: What to echo.
+        wait: Seconds to wait first.
+    """
+    await asyncio.sleep(wait)
+    return text.upper()''',
+    "h = %tool slow_echo text=kiwi",
+    "k = %tool slow_echo text=plum",  # never shown again
+    """\
+from kode_nb.models import ScriptedModel, Turn, call
+
+
+def make():
+    return ScriptedModel([
+        Turn(text="Echoing.", calls=[call("slow_echo", text="fig", wait=0.3)]),
+        "It said FIG.",
+    ])
+
+%model $make""",
+    "%%ask --tools slow_echo --out run\nEcho fig.",
+    # ends both in the background while this cell runs
+    "import asyncio\nawait asyncio.sleep(1.5)\nprint('slept')",
+    "h",  # shown again: the final record, the same display id
+    "result = await run\nprint(result.status, '|', result.output)",
+    "late = %tool slow_echo text=late wait=60",  # still going when the notebook ends
+]
+
+
+def _notebook() -> Any:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"c{i}"
+    return nb
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        IPYTHONDIR=str(tmp / "ipython"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        JUPYTER_DATA_DIR=str(tmp / "data"),
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_PLATFORM_DIRS="1",
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
+    env.pop("JUPYTER_PATH", None)
+    return env
+
+
+def _bin(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.fail(f"{name} is not installed next to {sys.executable} (the dev extra has it)")
+    return str(path)
+
+
+def run_nbclient(src: Path, out: Path, tmp: Path) -> None:
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(src, as_version=4)
+    saved = dict(os.environ)
+    os.environ.update(_env(tmp))
+    try:
+        NotebookClient(nb, kernel_name="python3", timeout=60,
+                       resources={"metadata": {"path": str(tmp)}}).execute()  # fmt: skip
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    nbformat.write(nb, out)
+
+
+def run_nbconvert(src: Path, out: Path, tmp: Path) -> None:
+    subprocess.run(
+        [_bin("jupyter"), "nbconvert", "--to", "notebook", "--execute",
+         "--ExecutePreprocessor.kernel_name=python3", "--output", str(out), str(src)],
+        cwd=tmp, env=_env(tmp), check=True, capture_output=True, timeout=180,
+    )  # fmt: skip
+
+
+def run_papermill(src: Path, out: Path, tmp: Path) -> None:
+    subprocess.run(
+        [_bin("papermill"), "--kernel", "python3", "--cwd", str(tmp), str(src), str(out)],
+        cwd=tmp, env=_env(tmp), check=True, capture_output=True, timeout=180,
+    )  # fmt: skip
+
+
+RUNNERS: dict[str, Callable[[Path, Path, Path], None]] = {
+    "nbclient": run_nbclient,
+    "nbconvert": run_nbconvert,
+    "papermill": run_papermill,
+}
+
+
+@pytest.fixture(scope="module", params=list(RUNNERS))
+def executed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp(f"headless-{request.param}")
+    src, out = tmp / "records.ipynb", tmp / "records.out.ipynb"
+    nbformat.write(_notebook(), src)
+    RUNNERS[request.param](src, out, tmp)
+    nb = json.loads(out.read_text(encoding="utf-8"))
+    assert len(nb["cells"]) == len(CELLS), "no cell added or left behind"
+    return nb
+
+
+def _data(nb: Any, index: int) -> list[dict[str, Any]]:
+    return [o["data"] for o in nb["cells"][index]["outputs"] if "data" in o]
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def test_a_call_that_ended_is_saved_final(executed: Any) -> None:
+    (data,) = _data(executed, 2)
+    assert WIDGET not in data
+    assert LIVE not in data
+    record = data[CALL]
+    assert record["status"] == "ok"
+    assert record["result"]["text"] == "KIWI"
+    assert "KIWI" in _text(data["text/html"])
+    assert "ok" in _text(data["text/plain"])
+
+
+def test_a_call_never_shown_again_is_saved_final(executed: Any) -> None:
+    (data,) = _data(executed, 3)
+    assert WIDGET not in data
+    assert LIVE not in data
+    assert data[CALL]["status"] == "ok"
+    assert data[CALL]["result"]["text"] == "PLUM"
+
+
+def test_shown_again_it_is_final_there_too(executed: Any) -> None:
+    (data,) = _data(executed, 7)
+    assert WIDGET not in data
+    assert data[CALL]["result"]["text"] == "KIWI"
+
+
+def test_a_run_that_ended_is_saved_final_with_its_trace(executed: Any) -> None:
+    (data,) = _data(executed, 5)
+    assert WIDGET not in data
+    assert LIVE not in data
+    record = data[RUN]
+    assert record["status"] == "completed"
+    assert record["output"] == "It said FIG."
+    assert record["turns"] == 2
+    trace = record["trace"]
+    assert trace is not None
+    assert trace["schema"].startswith("kode_nb.trace/")
+    kinds = json.dumps(trace)
+    assert '"tool_call"' in kinds
+    assert "FIG" in kinds
+    assert "running, 0 turns" not in _text(data["text/plain"])
+
+
+def test_the_awaiting_cell_prints_the_result(executed: Any) -> None:
+    out = executed["cells"][8]["outputs"]
+    assert "completed | It said FIG." in "".join(_text(o.get("text", "")) for o in out)
+
+
+def test_a_call_still_going_at_the_end_says_so(executed: Any) -> None:
+    (data,) = _data(executed, 9)
+    assert data.get(LIVE, {}).get("kind") == "call", "kept as the live view"
+    plain = _text(data["text/plain"])
+    assert plain.startswith("slow_echo: ")
+    assert "(call " in plain
+    assert "Not finished when this output was saved" in plain, plain
