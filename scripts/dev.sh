@@ -6,6 +6,8 @@
 #   bash scripts/dev.sh test  [pytest args...]       install, then ruff (lint, format), mypy, pytest, nbval (strict);
 #                                                    the kernel tests also run on ipykernel 6, from a
 #                                                    second venv .venv-ipykernel6
+#   bash scripts/dev.sh docs  [mkdocs build args...] install, then build the documentation site into site/
+#                                                    (strict: warnings and broken links fail)
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
 #   bash scripts/dev.sh install                      only create/update .venv (and build labextension/)
 #
@@ -272,6 +274,8 @@ cmd_test() {
     step ts-lint bash -c 'cd labextension && jlpm lint'
     step ts-test bash -c 'cd labextension && jlpm test'
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
+    # the documentation site, strictly (broken links and anchors fail), into the scratch dir
+    step docs "$VENV/bin/mkdocs" build --strict --quiet --site-dir "$scratch/site"
     local notebooks=(notebooks/*.ipynb)
     if [[ -e "${notebooks[0]}" ]]; then
         step nbval "$VENV/bin/python" -m pytest -p no:cacheprovider --nbval --nbval-current-env \
@@ -292,13 +296,23 @@ cmd_test() {
     printf '\033[32mall passed\033[0m\n'
 }
 
+# cmd_docs: build the documentation site (mkdocs.yml, docs/) into site/; strict: a warning (a
+# broken link or anchor, a docstring griffe cannot read) fails the build.
+cmd_docs() {
+    ensure_venv "$VENV" dev
+    local t0
+    t0=$(now_ns)
+    "$VENV/bin/mkdocs" build --strict --clean "$@"
+    log "documentation site built in $(since "$t0"): $ROOT/site/index.html"
+}
+
 cmd_bench() {
     ensure_venv "$BENCH_VENV" bench
     [[ -f benchmarks/run.py ]] || die "benchmarks/run.py does not exist yet"
     exec "$BENCH_VENV/bin/python" benchmarks/run.py "$@"
 }
 
-usage() { sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
@@ -306,6 +320,7 @@ case "$cmd" in
     lab) cmd_lab "$@" ;;
     test) cmd_test "$@" ;;
     bench) cmd_bench "$@" ;;
+    docs) cmd_docs "$@" ;;
     install)
         t0=$(now_ns)
         ensure_venv "$VENV" dev || exit 1
