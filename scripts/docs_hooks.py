@@ -122,7 +122,7 @@ def _notebook_index(found: list[tuple[str, str]]) -> str:
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
     api = [{_title(path): path} for path in sorted(api_pages(), key=lambda p: (p != API_INDEX, p))]
     tutorials: list[Any] = [{"Overview": NOTEBOOK_INDEX}]
-    tutorials += [{title: path} for path, title in notebooks()]
+    tutorials += [{title.split(":")[0]: path} for path, title in notebooks()]
     config["nav"] = [_expand(item, api, tutorials) for item in config["nav"]]
     return config
 
