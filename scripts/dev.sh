@@ -274,9 +274,9 @@ cmd_test() {
     step ts-lint bash -c 'cd labextension && jlpm lint'
     step ts-test bash -c 'cd labextension && jlpm test'
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
-    # the documentation site, strictly (broken links and anchors fail), into the scratch dir
-    step docs env NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet \
-        --site-dir "$scratch/site"
+    # the documentation site, strictly (broken links and anchors fail), into the scratch dir;
+    # never --quiet: it drops the warnings that --strict counts, and the build passes
+    step docs env NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$scratch/site"
     local notebooks=(notebooks/*.ipynb)
     if [[ -e "${notebooks[0]}" ]]; then
         step nbval "$VENV/bin/python" -m pytest -p no:cacheprovider --nbval --nbval-current-env \
