@@ -146,6 +146,16 @@ def test_readme_shows_the_notebook_workflow() -> None:
     assert any(re.match(r"\w+ = %tool \w+ \w+=", c) for c in cells)
 
 
+def test_readme_links_point_at_files_of_the_repository() -> None:
+    """README.md is not part of the site, whose build checks the links of docs/: check its own."""
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    local = [link.split("#")[0] for link in links if "://" not in link]
+    assert "docs/getting-started.md" in local
+    missing = [link for link in local if not (ROOT / link).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
 @pytest.mark.parametrize(
     "command",
     ["bash scripts/dev.sh lab", "bash scripts/dev.sh test"],
