@@ -3,11 +3,13 @@
 * **API reference**: one page per public module — ``kode_nb`` itself and every public module or
   subpackage of it (no leading underscore) whose ``__all__`` is not empty — listing exactly the
   names in its ``__all__`` (read at build time by importing it, so a subpackage added or moved
-  shows up without editing the site). A name that ``kode_nb`` itself exports is documented on the
-  ``kode_nb`` page and linked from the others. mkdocstrings (griffe) renders the docstrings.
+  shows up without editing the site). Each object is documented once, with the module it belongs
+  to, and linked from the other modules that export it (see :func:`homes`). mkdocstrings (griffe)
+  renders the docstrings.
 * **Tutorials**: ``notebooks/*.ipynb`` become pages (mkdocs-jupyter renders their saved outputs),
   with an index page listing them by their first heading.
 * Links from ``docs/*.md`` to ``../notebooks/NAME.ipynb`` (right on GitHub) point at those pages.
+* Sphinx roles in the docstrings (``:class:`~kode_nb.Tool```) are shown as the code they name.
 
 The nav entries ``api/index.md`` and ``notebooks/index.md`` in mkdocs.yml are expanded into
 sections with the generated pages.
@@ -16,6 +18,7 @@ sections with the generated pages.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import pkgutil
 import re
@@ -32,6 +35,8 @@ PACKAGE = "kode_nb"
 API_INDEX = "api/index.md"
 NOTEBOOK_INDEX = "notebooks/index.md"
 _NOTEBOOK_LINK = re.compile(r"\]\(\.\./notebooks/([\w.-]+\.ipynb)")
+# a Sphinx role as the docstrings write it (:class:`~kode_nb.Tool`), once rendered to HTML
+_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):<code>(~[\w.]*\.)?")
 
 
 def public_modules() -> list[tuple[str, list[str]]]:
@@ -57,15 +62,61 @@ def _summary(module: str) -> str:
     return doc.strip().split("\n\n")[0].replace("\n", " ")
 
 
+def homes(modules: list[tuple[str, list[str]]]) -> dict[tuple[str, str], str]:
+    """``(module, name) -> the module whose page documents it``.
+
+    Each object is documented once, on the page of the public module it belongs to: the one
+    whose package holds the object's defining module (``kode_nb.agents.loop.Agent`` belongs to
+    ``kode_nb.agents``), else the most specific module exporting it; the others link there. So a
+    name that a package re-exports from another (or that ``kode_nb`` exports) is not repeated.
+    """
+    exporters: dict[int, list[str]] = {}
+    objects: dict[tuple[str, str], Any] = {}
+    for module, names in modules:
+        mod = importlib.import_module(module)
+        for name in names:
+            obj = getattr(mod, name)
+            objects[(module, name)] = obj
+            exporters.setdefault(id(obj), []).append(module)
+    found = {}
+    for (module, name), obj in objects.items():
+        candidates = exporters[id(obj)]
+        defined_in = getattr(obj, "__module__", None) if _has_identity(obj) else None
+        owners = [
+            m
+            for m in candidates
+            if defined_in and (defined_in == m or defined_in.startswith(m + "."))
+        ]
+        if not _has_identity(obj):
+            candidates = [module]  # a number or a string: equal values are not the same thing
+        ranked = sorted(owners or candidates, key=lambda m: m.count("."), reverse=True)
+        found[(module, name)] = ranked[0]
+    return found
+
+
+def _has_identity(obj: Any) -> bool:
+    return isinstance(obj, type) or callable(obj) or isinstance(obj, (dict, ModuleType))
+
+
+def _first_line(module: str, name: str) -> str:
+    """The first line of a name's docstring (a data value's own type's docstring is not its)."""
+    obj = getattr(importlib.import_module(module), name)
+    doc = inspect.getdoc(obj) if _has_identity(obj) else None
+    return (doc or "").strip().split("\n")[0].replace("|", "\\|")
+
+
+def _page(module: str) -> str:
+    return API_INDEX if module == PACKAGE else f"api/{module.removeprefix(PACKAGE + '.')}.md"
+
+
 def api_pages() -> dict[str, str]:
     """Generated API pages: site path -> Markdown."""
     modules = public_modules()
-    top = set(modules[0][1])
+    home = homes(modules)
     pages: dict[str, str] = {}
     rows = []
     for module, names in modules:
-        path = API_INDEX if module == PACKAGE else f"api/{module.removeprefix(PACKAGE + '.')}.md"
-        link = "index.md" if module == PACKAGE else path.removeprefix("api/")
+        link = Path(_page(module)).relative_to("api").as_posix()
         rows.append(f"| [`{module}`]({link}) | {_summary(module)} |")
         lines = [f"# `{module}`", "", _summary(module), ""]
         if module == PACKAGE:
@@ -77,15 +128,18 @@ def api_pages() -> dict[str, str]:
                 "ROWS",
                 "",
             ]
-        shared = [n for n in names if module != PACKAGE and n in top]
-        if shared:
-            links = ", ".join(f"[`{n}`][{PACKAGE}.{n}]" for n in shared)
-            lines += [f"Also exported as `kode_nb.NAME` and documented there: {links}.", ""]
-        for name in names:
-            if module != PACKAGE and name in top:
-                continue
-            lines += [f"::: {module}.{name}", ""]
-        pages[path] = "\n".join(lines)
+        elsewhere = [n for n in names if home[(module, n)] != module]
+        if module == PACKAGE:
+            lines += ["## Names", "", "| name | what it is |", "| --- | --- |"]
+            lines += [
+                f"| [`{n}`][{home[(module, n)]}.{n}] | {_first_line(module, n)} |" for n in names
+            ]
+            lines += [""]
+        elif elsewhere:
+            links = ", ".join(f"[`{n}`][{home[(module, n)]}.{n}]" for n in elsewhere)
+            lines += [f"Also exported here, each documented with its own module: {links}.", ""]
+        lines += [f"::: {module}.{n}\n" for n in names if home[(module, n)] == module]
+        pages[_page(module)] = "\n".join(lines)
     pages[API_INDEX] = pages[API_INDEX].replace("ROWS", "\n".join(rows))
     return pages
 
@@ -159,6 +213,11 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
             )
         )
     return files
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """Sphinx roles in docstrings read as code: ``:class:`~kode_nb.Tool``` as ``Tool``."""
+    return _ROLE.sub("<code>", html)
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
