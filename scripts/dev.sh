@@ -3,7 +3,8 @@
 # fast when everything is already installed.
 #
 #   bash scripts/dev.sh lab   [jupyter lab args...]  install, then JupyterLab on the quickstart notebook
-#   bash scripts/dev.sh test  [pytest args...]       install, then ruff (lint, format), mypy, pytest, nbval (strict);
+#   bash scripts/dev.sh test  [pytest args...]       install, then ruff (lint, format), mypy, pytest, the docs
+#                                                    build (strict), nbval (strict);
 #                                                    the kernel tests also run on ipykernel 6, from a
 #                                                    second venv .venv-ipykernel6
 #   bash scripts/dev.sh docs  [mkdocs build args...] install, then build the documentation site into site/
@@ -314,7 +315,7 @@ cmd_bench() {
     exec "$BENCH_VENV/bin/python" benchmarks/run.py "$@"
 }
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
