@@ -95,13 +95,16 @@ def homes(modules: list[tuple[str, list[str]]]) -> dict[tuple[str, str], str]:
 
 
 def _has_identity(obj: Any) -> bool:
-    return isinstance(obj, type) or callable(obj) or isinstance(obj, (dict, ModuleType))
+    """Whether two exports of ``obj`` are the same thing (a class, a function, a sentinel, a
+    table), not merely equal values (a version string, a number)."""
+    return not isinstance(obj, (str, bytes, int, float, tuple, frozenset, type(None)))
 
 
 def _first_line(module: str, name: str) -> str:
     """The first line of a name's docstring (a data value's own type's docstring is not its)."""
     obj = getattr(importlib.import_module(module), name)
-    doc = inspect.getdoc(obj) if _has_identity(obj) else None
+    documented = isinstance(obj, (type, ModuleType)) or callable(obj)
+    doc = inspect.getdoc(obj) if documented else None
     return (doc or "").strip().split("\n")[0].replace("|", "\\|")
 
 
