@@ -32,6 +32,7 @@ __all__ = [
     "FORMATTED_TYPES",
     "HTML",
     "LIVE",
+    "STARTED",
     "TEXT",
     "renderer_tables",
     "show_started",
@@ -155,12 +156,19 @@ def _in_kernel() -> bool:
     return getattr(get_ipython(), "kernel", None) is not None
 
 
+STARTED: dict[str, Callable[[Any], None]] = {
+    "many": _show_batch,
+}
+"""Renderer key -> ``obj -> None``: shows work the core has just started (:func:`show_started`);
+:data:`LIVE` is for the same object displayed again later, as a cell's value."""
+
+
 def show_started(obj: Any, wanted: bool | None) -> bool:
     """Show work the core started (:mod:`kode_nb._live`): ``wanted`` True always, None only in
-    a kernel; whether it was shown (an object with no live view is not)."""
+    a kernel; whether it was shown (an object with nothing in :data:`STARTED` is not)."""
     kind = (type(obj).__module__, type(obj).__name__)
-    key = next((k for m, n, k in FORMATTED_TYPES if k in LIVE and (m, n) == kind), None)
+    key = next((k for m, n, k in FORMATTED_TYPES if k in STARTED and (m, n) == kind), None)
     if key is None or (wanted is None and not _in_kernel()):
         return False
-    LIVE[key](obj)
+    STARTED[key](obj)
     return True
