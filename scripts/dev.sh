@@ -3,9 +3,12 @@
 # fast when everything is already installed.
 #
 #   bash scripts/dev.sh lab   [jupyter lab args...]  install, then JupyterLab on the quickstart notebook
-#   bash scripts/dev.sh test  [pytest args...]       install, then ruff (lint, format), mypy, pytest, nbval (strict);
+#   bash scripts/dev.sh test  [pytest args...]       install, then ruff (lint, format), mypy, pytest, the docs
+#                                                    build (strict), nbval (strict);
 #                                                    the kernel tests also run on ipykernel 6, from a
 #                                                    second venv .venv-ipykernel6
+#   bash scripts/dev.sh docs  [mkdocs build args...] install, then build the documentation site into site/
+#                                                    (strict: warnings and broken links fail)
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
 #   bash scripts/dev.sh install                      only create/update .venv (and build labextension/)
 #
@@ -28,6 +31,25 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 # the browser is Debian's chromium, ne
 export JUPYTER_PLATFORM_DIRS=1 # silences jupyter_core's platformdirs DeprecationWarning
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+now_ns() { date +%s%N; }
+# since NS: seconds elapsed since the now_ns value NS, e.g. "12.3 s"
+since() { awk "BEGIN{printf \"%.1f s\", ($(now_ns) - $1) / 1e9}"; }
+
+# timed WHAT COMMAND...: say what is about to happen, run COMMAND, then say how long it took (or
+# that it failed). Each setup step goes through it, so a first run says what it is doing.
+timed() {
+    local what="$1" start rc=0
+    shift
+    log "$what"
+    start=$(now_ns)
+    "$@" || rc=$?
+    if ((rc)); then
+        log "$what: FAILED (exit $rc) after $(since "$start")"
+    else
+        log "$what: done in $(since "$start")"
+    fi
+    return "$rc"
+}
 die() { printf 'dev.sh: %s\n' "$*" >&2; exit 2; }
 
 # ------------------------------------------------------------------------------------------ install
@@ -46,15 +68,14 @@ ensure_venv() {
         command -v "$PYTHON" >/dev/null || die "no '$PYTHON' on PATH (set PYTHON=/path/to/python3.10+)"
         "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
             || die "'$PYTHON' is older than Python 3.10"
-        log "creating ${venv#"$ROOT"/}"
-        "$PYTHON" -m venv "$venv" || return 1
+        timed "creating ${venv#"$ROOT"/} with $("$PYTHON" --version 2>&1)" \
+            "$PYTHON" -m venv "$venv" || return 1
     fi
     if [[ "${KODE_NB_FORCE_INSTALL:-0}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] \
         && (cd / && "$venv/bin/python" -c 'import kode_nb' 2>/dev/null); then
+        log "${venv#"$ROOT"/} is up to date (kode_nb${extras:+[$extras]})"
         return 0
     fi
-    log "installing $(printf '%s ' "kode_nb${extras:+[$extras]}" "$@")into ${venv#"$ROOT"/}" \
-        "(pyproject.toml changed or first run)"
     rm -f "$stamp"
     # The build hook (hatch-jupyter-builder) builds labextension/ only on a fresh clone; after
     # that ensure_labextension rebuilds it when its sources change. A symlinked share/ entry is
@@ -63,8 +84,13 @@ ensure_venv() {
     [[ -f kode_nb/labextension/package.json ]] && skip_npm=1
     if [[ -L "$link" ]]; then rm -f "$link" || return 1; fi
     # (explicit `|| return`: `set -e` is off inside a function called from `step ... ||`)
-    HATCH_JUPYTER_BUILDER_SKIP_NPM=$skip_npm PATH="$venv/bin:$PATH" \
-        "$venv/bin/python" -m pip install --quiet -e "$target" "$@" || return 1
+    # pip's own lines (one per package, download progress on a terminal) stay visible: the first
+    # install takes minutes.
+    local why="pyproject.toml changed or first run"
+    ((skip_npm)) || why="first run: this takes minutes and builds the JupyterLab extension too"
+    timed "installing $(printf '%s ' "kode_nb${extras:+[$extras]}" "$@")into ${venv#"$ROOT"/} ($why)" \
+        env HATCH_JUPYTER_BUILDER_SKIP_NPM=$skip_npm PATH="$venv/bin:$PATH" \
+        "$venv/bin/python" -m pip install --progress-bar on -e "$target" "$@" || return 1
     if [[ $skip_npm == 0 && -f kode_nb/labextension/static/style.js ]]; then
         # the hook just built these very sources: no second build in ensure_labextension
         labextension_hash >"$venv/.kode_nb-labextension-stamp" || return 1
@@ -91,10 +117,10 @@ ensure_labextension() {
     want="$(labextension_hash)" || return 1
     if [[ ! -f kode_nb/labextension/static/style.js || ! -f "$stamp" \
         || "$(cat "$stamp")" != "$want" ]]; then
-        log "building the JupyterLab extension (labextension/ changed or first run)"
         rm -f "$stamp"
-        (cd labextension && export PATH="$venv/bin:$PATH" && jlpm install && jlpm build:prod) \
-            || return 1
+        timed "building the JupyterLab extension (labextension/ changed or first run)" \
+            bash -c 'cd labextension && export PATH="$1/bin:$PATH" && jlpm install && jlpm build:prod' \
+            _ "$venv" || return 1
         echo "$want" >"$stamp" || return 1
     fi
     if [[ "$(readlink "$link" 2>/dev/null)" != "$ROOT/kode_nb/labextension" ]]; then
@@ -111,10 +137,10 @@ ensure_chromium() {
         echo "dev.sh: /usr/bin/chromium is missing; install it: sudo apt-get install -y chromium" >&2
         return 1
     fi
-    log "installing Debian's chromium for the browser tests"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
-        >/dev/null || return 1
+    timed "installing Debian's chromium for the browser tests (apt-get)" \
+        env DEBIAN_FRONTEND=noninteractive bash -c \
+        'apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null' \
+        || return 1
 }
 
 # ensure_ipykernel6: the notebook layer must work on ipykernel 6 as well as 7 (the dev venv's). A
@@ -175,16 +201,38 @@ quiet_lab_news() {
 
 # ---------------------------------------------------------------------------------------- commands
 
+QUICKSTART=notebooks/01-quickstart.ipynb
+
+# announce_lab PID: once the Jupyter server PID has written its runtime file (after its own banner),
+# print the quickstart notebook's URL with the server's token as the last line.
+announce_lab() {
+    local info="$JUPYTER_RUNTIME_DIR/jpserver-$1.json" i
+    for ((i = 0; i < 1200; i++)); do
+        kill -0 "$1" 2>/dev/null || return 0
+        if [[ -s "$info" ]]; then
+            sleep 1 # let JupyterLab finish printing its banner first
+            "$VENV/bin/python" -c 'import json, sys
+info, notebook = json.load(open(sys.argv[1])), sys.argv[2]
+url = info["url"] + "lab/tree/" + notebook + "?token=" + info["token"]
+print("\033[1m==> JupyterLab is serving " + notebook + ": open " + url + "  (Ctrl-C stops it)\033[0m")' \
+                "$info" "$QUICKSTART" >&2
+            return 0
+        fi
+        sleep 0.5
+    done
+}
+
 cmd_lab() {
+    local t0
+    t0=$(now_ns)
     ensure_venv "$VENV" dev
     ensure_labextension "$VENV"
     use_jupyter_state "$VENV/jupyter-state"
     quiet_lab_news
-    # The URL printed (and opened) is the quickstart notebook's own, not the Launcher's.
-    local args=(--ip=127.0.0.1 "--ServerApp.root_dir=$ROOT"
-        --LabApp.default_url=/lab/tree/notebooks/01-quickstart.ipynb)
+    local args=(--ip=127.0.0.1 "--ServerApp.root_dir=$ROOT" "--LabApp.default_url=/lab/tree/$QUICKSTART")
     [[ "$(id -u)" == 0 ]] && args+=(--allow-root)
-    log "starting JupyterLab on the quickstart notebook (open the URL printed below; Ctrl-C to stop)"
+    log "set-up done in $(since "$t0"); starting JupyterLab (its log follows, the URL to open comes last)"
+    announce_lab $$ & # the same pid as JupyterLab's after exec
     exec "$VENV/bin/jupyter" lab "${args[@]}" "$@"
 }
 
@@ -236,6 +284,9 @@ cmd_test() {
     step ts-lint bash -c 'cd labextension && jlpm lint'
     step ts-test bash -c 'cd labextension && jlpm test'
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
+    # the documentation site, strictly (broken links and anchors fail), into the scratch dir;
+    # never --quiet: it drops the warnings that --strict counts, and the build passes
+    step docs env NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$scratch/site"
     local notebooks=(notebooks/*.ipynb)
     if [[ -e "${notebooks[0]}" ]]; then
         step nbval "$VENV/bin/python" -m pytest -p no:cacheprovider --nbval --nbval-current-env \
@@ -256,13 +307,24 @@ cmd_test() {
     printf '\033[32mall passed\033[0m\n'
 }
 
+# cmd_docs: build the documentation site (mkdocs.yml, docs/) into site/; strict: a warning (a
+# broken link or anchor, a docstring griffe cannot read) fails the build. (NO_MKDOCS_2_WARNING:
+# Material's notice about MkDocs 2.0, which this site does not use; see docs/contributing.md.)
+cmd_docs() {
+    ensure_venv "$VENV" dev
+    local t0
+    t0=$(now_ns)
+    NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --clean "$@"
+    log "documentation site built in $(since "$t0"): $ROOT/site/index.html"
+}
+
 cmd_bench() {
     ensure_venv "$BENCH_VENV" bench
     [[ -f benchmarks/run.py ]] || die "benchmarks/run.py does not exist yet"
     exec "$BENCH_VENV/bin/python" benchmarks/run.py "$@"
 }
 
-usage() { sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
@@ -270,7 +332,13 @@ case "$cmd" in
     lab) cmd_lab "$@" ;;
     test) cmd_test "$@" ;;
     bench) cmd_bench "$@" ;;
-    install) ensure_venv "$VENV" dev && ensure_labextension "$VENV" ;;
+    docs) cmd_docs "$@" ;;
+    install)
+        t0=$(now_ns)
+        ensure_venv "$VENV" dev || exit 1
+        ensure_labextension "$VENV" || exit 1
+        log "ready in $(since "$t0"): .venv has kode_nb[dev] and the built JupyterLab extension"
+        ;;
     -h | --help | help) usage ;;
     *) usage >&2; exit 2 ;;
 esac

@@ -45,6 +45,18 @@ else:
     import playwright.sync_api as sync_api
 
 
+def docs_screenshot(target: Any, name: str) -> None:
+    """Save a PNG of ``target`` (a page or a locator) as ``name`` in the folder named by
+    ``KODE_NB_SCREENSHOTS`` (relative to the repository), when it is set: the documentation's
+    pictures (``KODE_NB_SCREENSHOTS=docs/img``) are drawn by these tests, never by hand."""
+    folder = os.environ.get("KODE_NB_SCREENSHOTS")
+    if not folder:
+        return
+    path = ARTIFACTS.parent / folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target.screenshot(path=str(path), animations="disabled")
+
+
 def labextension_installed() -> bool:
     """``jupyter labextension list`` shows kode-nb in this venv."""
     out = subprocess.run(

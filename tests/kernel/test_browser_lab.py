@@ -15,6 +15,7 @@ from .browser import (
     TOKEN,
     WRITE_NOTE,
     browser_page,
+    docs_screenshot,
     run_cell,
     shutdown_kernel,
     upload,
@@ -65,6 +66,7 @@ def _drive(page: Any, base: str, folder: Path, errors: list[str]) -> None:
     approve = page.get_by_role("button", name="Approve")  # its name includes the icon
     approve.wait_for(timeout=20_000)
     assert not (folder / "note.txt").exists()  # waiting: nothing written yet
+    docs_screenshot(page.locator(".jp-Notebook .jp-Cell").nth(2), "approval.png")
     approve.click()  # a real click, through JupyterLab's widget manager
     shown = wait_output(page, 2, "wrote 22 characters to note.txt")
     assert "Approved" in shown

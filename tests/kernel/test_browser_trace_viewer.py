@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .browser import ARTIFACTS, NEEDS_LABEXTENSION, TOKEN, browser_page
+from .browser import ARTIFACTS, NEEDS_LABEXTENSION, TOKEN, browser_page, docs_screenshot
 from .trace_records import saved_notebook
 
 ABSENT_KERNEL = "kode-nb-no-such-kernel"  # nothing can start: the notebook stays kernel-less
@@ -164,6 +164,12 @@ def test_saved_records_render_in_jupyterlab_without_a_kernel(lab: tuple[str, Pat
         assert saved["schema"] == "kode_nb.trace/v2"
         assert len(spans) == 18 - 6  # turn spans are folded away in OpenTelemetry
         page.screenshot(path=str(ARTIFACTS / "trace_viewer_lab.png"), full_page=True)
+        # the documentation's picture of a run: its record with the trace viewer inside, the
+        # failed tool call selected
+        run = page.locator(".jp-Cell", has=page.locator(".kode-nb-run"))
+        run.locator(".kode-nb-span", has_text="execute_tool divide").click()
+        assert "ZeroDivisionError" in run.locator(".kode-nb-trace-details").inner_text()
+        docs_screenshot(run, "trace-viewer.png")
         page.evaluate(
             "() => window.jupyterapp.commands.execute('apputils:change-theme', "
             "{theme: 'JupyterLab Dark'})"
