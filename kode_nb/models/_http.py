@@ -59,6 +59,8 @@ __all__ = ["HttpModel", "SSEEvent", "close_models", "redact"]
 logger = logging.getLogger("kode_nb.models")
 
 _BODY_LIMIT = 2000
+_DRAIN_WAIT = 0.5
+"""Seconds to read the rest of a body after the end marker, to keep the connection."""
 _SECRET_PATTERNS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), r"\1 [redacted]"),
     (re.compile(r"\bsk-[A-Za-z0-9_*-]{6,}"), "sk-[redacted]"),
@@ -130,6 +132,7 @@ class HttpModel:
         """The client to use; ``None`` = the model's own (one per event loop, reused)."""
         self._own: httpx.AsyncClient | None = None
         self._own_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._guard: AsyncGenerator[None, None] | None = None
         self.retry_base_delay = retry_base_delay
         """First backoff delay in seconds (doubled on each retry)."""
         self.retry_max_delay = retry_max_delay
@@ -140,17 +143,20 @@ class HttpModel:
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
 
-    def _client(self) -> httpx.AsyncClient:
+    async def _client(self) -> httpx.AsyncClient:
         """The client for this call: the one given, or the model's own for the running loop
         (made at first use; a client made on another loop is left behind, as it cannot be used
-        there)."""
+        there). The own client is closed when the loop shuts down its async generators
+        (``asyncio.run`` and runners do), if not before."""
         if self.http_client is not None:
             return self.http_client
         loop = asyncio.get_running_loop()
         own_loop = self._own_loop() if self._own_loop is not None else None
         if self._own is None or self._own.is_closed or own_loop is not loop:
-            self._own = httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None))
+            self._own = client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None))
             self._own_loop = weakref.ref(loop)
+            self._guard = _close_at_loop_end(client)
+            await self._guard.__anext__()  # the loop now tracks it (shutdown_asyncgens)
             _OPEN.add(self)
         return self._own
 
@@ -158,9 +164,12 @@ class HttpModel:
         """Close the model's own HTTP client (a client given to it stays open); the next call
         makes a new one."""
         own, self._own = self._own, None
+        guard, self._guard = self._guard, None
         _OPEN.discard(self)
         if own is not None and not own.is_closed:
             await own.aclose()
+        if guard is not None:
+            await guard.aclose()
 
     def close(self) -> None:
         """:meth:`aclose` from synchronous code (e.g. at kernel shutdown): runs it on the
@@ -169,7 +178,7 @@ class HttpModel:
         if self._own is None:
             return
         if own_loop is None or own_loop.is_closed():
-            self._own = None  # its loop is gone: nothing left to close on
+            self._own = self._guard = None  # its loop is gone, and closed it at its end
             _OPEN.discard(self)
             return
         if own_loop.is_running():
@@ -214,7 +223,7 @@ class HttpModel:
         started = time.monotonic()
         total = settings.total_timeout
         until = None if total is None else started + total
-        client = self._client()
+        client = await self._client()
         attempt = 0
         while True:
             left = None if limit is None else limit - (time.monotonic() - started)
@@ -246,8 +255,14 @@ class HttpModel:
                                       and time.monotonic() >= until - 0.01 else None)
                     ) from None  # fmt: skip
                 if lines is not None:
-                    async for event in self._events(lines, secrets, settings.timeout, until, total):
-                        yield event
+                    try:
+                        async for event in self._events(
+                            lines, secrets, settings.timeout, until, total
+                        ):
+                            yield event
+                    except GeneratorExit:  # the reader stopped at its end marker ([DONE])
+                        await lines.drain(_DRAIN_WAIT)  # so the connection can be reused
+                        raise
                     return
                 assert response is not None
                 status = response.status_code
@@ -381,6 +396,16 @@ class _Lines:
             if self._progress(line):
                 break
 
+    async def drain(self, wait: float) -> None:
+        """Read what is left of the body (at most ``wait`` seconds): a response read to its end
+        gives its connection back to the pool, one closed early loses it."""
+        with anyio.move_on_after(wait):
+            try:
+                async for _ in self._iter:
+                    pass
+            except (httpx.TransportError, httpx.StreamError):
+                pass
+
     async def iterate(self, idle: float, until: float | None = None) -> AsyncIterator[str]:
         """The lines; TimeoutError when no data line came for ``idle`` seconds, or at the
         monotonic time ``until``."""
@@ -400,6 +425,16 @@ class _Lines:
             if self._progress(line):
                 last = time.monotonic()
             yield line
+
+
+async def _close_at_loop_end(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Started once and left suspended: the loop closes it (and so ``client``) when it shuts
+    down its async generators, before it closes."""
+    try:
+        yield
+    finally:
+        if not client.is_closed:
+            await client.aclose()
 
 
 _OPEN: weakref.WeakSet[HttpModel] = weakref.WeakSet()

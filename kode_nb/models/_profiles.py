@@ -75,9 +75,9 @@ class ServerProfile:
     one tool offered, or ``required``; after a tool result, ``"none"``)."""
 
 
-_LOCAL_RATE = 40.0
-"""Tokens per second a local server reads a prompt at, at worst (llama.cpp on 2 CPU cores with
-a 0.5B model: ~145; larger models are slower)."""
+_LOCAL_RATE = 20.0
+"""Tokens per second a local server reads a prompt at, at worst (llama.cpp on 2 busy CPU cores
+with a 0.5B model: 30 to 145; larger models are slower)."""
 _LOCAL_MAX_TOKENS = 2048
 """The default answer length on local servers that otherwise generate until the context is
 full (a cut-off answer is a warning on the run)."""

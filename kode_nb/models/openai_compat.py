@@ -378,6 +378,7 @@ class OpenAIChatModel(HttpModel):
             yield part
         if request.tools and not state.calls:
             for event in self._text_answer(request, "".join(state.text)):
+                state.recovered = state.recovered or isinstance(event, TextCallsRecovered)
                 yield event
             if state.recovered:
                 state.finish_reason = "tool_calls"
@@ -410,7 +411,7 @@ class OpenAIChatModel(HttpModel):
         profile it names is taken when none was given. Returns the notice for the trace when
         that changes what is sent."""
         self.identified = True
-        info = await identify(self._client(), self.base_url, headers, own_client=self.http_client)
+        info = await identify(await self._client(), self.base_url, headers, own_client=self.http_client)
         found = info.profile
         if found is None or self._profile_given or found is self.profile:
             return None

@@ -15,6 +15,7 @@ cases, that the run ended with an error naming the cause.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -51,6 +52,10 @@ pytestmark = pytest.mark.skipif(
 
 A, B = 48213, 91877
 SUM = A + B  # 140090: a number the model cannot answer without the tool
+NUMBERS = [(48213, 91877), (30517, 66284), (71409, 12836), (55120, 38967), (20483, 77719)][
+    : int(os.environ.get("KODE_NB_LIVE_TRIES", "5"))
+]
+"""One try per pair: every round-trip case must succeed in all but one of its tries."""
 
 
 def model_id(url: str = URL) -> str:
@@ -111,17 +116,36 @@ def tools(registry: ToolRegistry) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
+def check_tries(scenario: str, failures: list[str | None]) -> None:
+    """At least all but one of the tries succeeded (4 of 5 by default); the counts are appended
+    to ``KODE_NB_LIVE_REPORT`` when set."""
+    ok = failures.count(None)
+    report = os.environ.get("KODE_NB_LIVE_REPORT")
+    if report:
+        with open(report, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"scenario": scenario, "tries": len(failures), "ok": ok,
+                                  "failures": [f for f in failures if f]}) + "\n")  # fmt: skip
+    assert ok >= len(failures) - 1, f"{scenario}: {ok} of {len(failures)} round trips: {failures}"
+
+
 @pytest.mark.anyio
 async def test_an_agent_with_two_tools_calls_the_right_one_and_uses_its_result(
     tools: list[tuple[str, dict[str, Any]]],
 ) -> None:
-    agent = Agent(model=live_model(), tools=["add", "get_weather"], max_turns=4)
-    result = await agent.run(f"What is {A} + {B}? Use the add tool.")
-    assert result.status == "completed", result.error
-    assert ("add", {"a": A, "b": B}) in tools, f"no add call; answer {result.output!r}"
-    assert uses(result.output, SUM), f"the answer does not use the result: {result.output!r}"
-    run = result.trace.root.attributes
-    assert run["settings"]["profile"] == "llama-server"  # identified before the first request
+    failures: list[str | None] = []
+    for a, b in NUMBERS:
+        tools.clear()
+        agent = Agent(model=live_model(), tools=["add", "get_weather"], max_turns=4)
+        result = await agent.run(f"What is {a} + {b}? Use the add tool.")
+        run = result.trace.root.attributes
+        assert run["settings"]["profile"] == "llama-server"  # known before the first request
+        failures.append(
+            f"status {result.status}: {result.error}" if result.status != "completed"
+            else f"no add({a}, {b}) call: {tools}" if ("add", {"a": a, "b": b}) not in tools
+            else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
+            else None
+        )  # fmt: skip
+    check_tries("agent with two tools", failures)
 
 
 @pytest.mark.anyio
@@ -140,19 +164,27 @@ async def test_a_subagent_is_called_and_its_answer_used(
             max_turns=3,
         )
     )
-    main = Agent(model=model, tools=["calculator", "get_weather"], max_turns=4)
-    result = await main.run(f"Ask the calculator: what is {A} + {B}?")
-    assert result.status == "completed", result.error
-    runs = [s.name for s in result.trace.spans() if s.kind == "run"]
-    assert runs == ["main", "calculator"], runs
-    assert ("add", {"a": A, "b": B}) in tools, f"the subagent did not add; {result.output!r}"
-    assert uses(result.output, SUM), f"the answer does not use the result: {result.output!r}"
+    failures: list[str | None] = []
+    for a, b in NUMBERS:
+        tools.clear()
+        main = Agent(model=model, tools=["calculator", "get_weather"], max_turns=4)
+        result = await main.run(f"Ask the calculator: what is {a} + {b}?")
+        runs = [s.name for s in result.trace.spans() if s.kind == "run"]
+        failures.append(
+            f"status {result.status}: {result.error}" if result.status != "completed"
+            else f"runs {runs}" if runs != ["main", "calculator"]
+            else f"no add({a}, {b}) call: {tools}" if ("add", {"a": a, "b": b}) not in tools
+            else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
+            else None
+        )  # fmt: skip
+    check_tries("subagent", failures)
 
 
 def test_ask_in_a_real_kernel_with_an_approval_clicked(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     kernel = Kernel(tmp_path_factory.mktemp("kernel"))
+    failures: list[str | None] = []
     try:
         kernel.ok("%load_ext kode_nb")
         kernel.ok(
@@ -165,17 +197,27 @@ def test_ask_in_a_real_kernel_with_an_approval_clicked(
             "from kode_nb.models import resolve_model\n"
             f"live = resolve_model({model_name()!r}, **{model_options()!r})"
         )
-        start = len(kernel.log)
-        run = kernel.ok(f"%%ask --model $live --tools add --out h\nWhat is {A} + {B}?")
-        assert run.outputs[0]["text/plain"].startswith("agent main: running")
-        kernel.click(kernel.button("Approve", start, timeout=120))  # the call waits for it
-        kernel.ok("r = await h", timeout=300)
-        assert kernel.value("r.status") == "completed", kernel.value("r.error")
-        assert kernel.value("RAN") == f"[({A}, {B})]"
-        answer = kernel.value("r.output")
-        assert uses(answer, SUM), f"the answer does not use the result: {answer}"
+        for a, b in NUMBERS:
+            kernel.ok("RAN.clear()")
+            start = len(kernel.log)
+            run = kernel.ok(
+                f"%%ask --model $live --tools add --out h\nWhat is {a} + {b}? Use the add tool."
+            )
+            assert run.outputs[0]["text/plain"].startswith("agent main: running")
+            with contextlib.suppress(TimeoutError):  # no approval asked: the checks say so
+                kernel.click(kernel.button("Approve", start, timeout=120))  # the call waits
+            kernel.ok("r = await h", timeout=300)
+            status, ran = kernel.value("r.status"), kernel.value("RAN")
+            answer = kernel.value("r.output")
+            failures.append(
+                f"status {status}: {kernel.value('r.error')}" if status != "completed"
+                else f"add({a}, {b}) did not run: RAN={ran}" if ran != f"[({a}, {b})]"
+                else f"answer without the result: {answer}" if not uses(answer, a + b)
+                else None
+            )  # fmt: skip
     finally:
         kernel.close()
+    check_tries("%%ask in a kernel, approval clicked", failures)
 
 
 @pytest.mark.anyio

@@ -271,3 +271,25 @@ def test_forget_servers_clears_the_cache() -> None:
 async def _replay(events: list[Any]) -> Any:
     for event in events:
         yield event
+
+
+async def test_recorded_context_overflow_is_an_error_naming_it() -> None:
+    from kode_nb.models import ModelHTTPError
+
+    server = MockServer(httpx.Response(400, content=payload("llamaserver_recorded_context_400.json"),
+                                       headers={"content-type": "application/json"}))  # fmt: skip
+    async with server.client() as client:
+        with pytest.raises(ModelHTTPError) as caught:
+            await collect(model(client, profile="llama-server").stream(request()))
+    assert caught.value.status == 400
+    assert "exceeds the available context size (4096 tokens)" in str(caught.value)
+    assert len(server.requests) == 1  # a 400 is not retried
+
+
+async def test_recorded_progress_events_are_read_as_part_of_the_answer() -> None:
+    server = MockServer(sse("llamaserver_recorded_length.txt"))
+    async with server.client() as client:
+        response = await collect(model(client, profile="llama-server").stream(request()))
+    assert b"prompt_progress" in payload("llamaserver_recorded_length.txt")
+    assert response.text  # the progress fields are skipped, the text kept
+    assert response.usage.input_tokens is not None

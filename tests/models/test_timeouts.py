@@ -296,7 +296,7 @@ async def test_a_long_prompt_gets_more_time_to_start() -> None:
         settings=ModelSettings(first_byte_timeout=0.3),
     )
     async with serve(late_answer(0.9)) as (url, _):
-        m = model(url)  # generic: read at >= 40 tokens/s, so 55 s more
+        m = model(url)  # generic: read at >= 20 tokens/s, so 110 s more
         response = await collect(m.stream(long))
         assert response.text
         with pytest.raises(ModelConnectionError, match="first_byte_timeout"):
@@ -310,3 +310,48 @@ async def test_llama_server_progress_events_keep_a_long_read_alive() -> None:
         assert m.request_body(req)["return_progress"] is True
         response = await collect(m.stream(req))
     assert response.text
+
+
+# ------------------------------------------------------------------ one client per model
+
+
+def answers_forever() -> Handler:
+    text = payload("openai_text.txt")
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         + f"content-length: {len(text)}\r\n\r\n".encode() + text)  # fmt: skip
+            await writer.drain()
+
+    return handler
+
+
+async def test_a_model_reuses_one_connection_and_aclose_closes_it() -> None:
+    async with serve(answers_forever()) as (url, connections):
+        m = model(url)
+        for _ in range(3):
+            assert (await collect(m.stream(request()))).text
+        assert len(connections) == 1  # the probe and three calls on one kept-alive connection
+        client = m._own
+        assert client is not None
+        await m.aclose()
+        assert client.is_closed
+        assert (await collect(m.stream(request()))).text  # a new client after closing
+        assert len(connections) == 2
+        assert m._own is not client
+
+
+def test_close_from_sync_code_after_the_loop_ended() -> None:
+    async def use() -> OpenAIChatModel:
+        async with serve(answers_forever()) as (url, _):
+            m = model(url)
+            await collect(m.stream(request()))
+            return m
+
+    m = asyncio.run(use())
+    assert m._own is not None
+    assert m._own.is_closed  # closed as asyncio.run shut the loop down
+    m.close()  # its loop is gone: nothing to do, and no error
+    assert m._own is None
