@@ -37,6 +37,7 @@ import random
 import re
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -367,7 +368,8 @@ class HttpModel:
 class _Lines:
     """The body of a successful answer: its first data line read (or the whole JSON body), then
     the rest line by line. Only data lines are progress: comment lines (``: keep-alive``) and
-    blank lines neither start the answer nor restart the idle timer."""
+    blank lines neither start the answer nor restart the idle timer. The body is read in the
+    chunks the server sends (one time limit per chunk, not per line)."""
 
     def __init__(self, response: httpx.Response, streamed: bool) -> None:
         self.response = response
@@ -375,14 +377,41 @@ class _Lines:
         self.json_body: str | None = None
         self.comments = 0
         """Comment lines received so far."""
-        self._iter = response.aiter_lines().__aiter__()
-        self._first: list[str] = []
+        self._chunks = response.aiter_text().__aiter__()
+        self._lines: deque[str] = deque()
+        self._tail = ""
+        self._ended = False
+        self._progressed = False
 
     def _progress(self, line: str) -> bool:
         if line.startswith(":"):
             self.comments += 1
             return False
         return bool(line.strip())
+
+    async def _read(self) -> bool:
+        """Read one chunk into whole lines; ``False`` at the end of the body. Whether the chunk
+        held a data line is in ``_progressed``."""
+        try:
+            text = self._tail + await self._chunks.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            if self._tail:
+                self._lines.append(self._tail)
+                self._progressed = self._progress(self._tail)
+                self._tail = ""
+            return False
+        hold = text.endswith("\r")  # may be the first half of a \r\n split across chunks
+        if hold:
+            text = text[:-1]
+        parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self._tail = parts.pop() + ("\r" if hold else "")
+        self._progressed = False
+        for line in parts:
+            if self._progress(line):
+                self._progressed = True
+        self._lines.extend(parts)
+        return True
 
     async def start(self) -> None:
         """Wait for the first data line; a JSON answer (by Content-Type, or to a non-streamed
@@ -391,17 +420,16 @@ class _Lines:
         if kind.endswith("json") or (not self.streamed and kind != "text/event-stream"):
             self.json_body = (await self.response.aread()).decode("utf-8", "replace")
             return
-        async for line in self._iter:  # up to the first data line; the rest is read by iterate()
-            self._first.append(line)
-            if self._progress(line):
-                break
+        while await self._read():  # up to a chunk with a data line; iterate() reads the rest
+            if self._progressed:
+                return
 
     async def drain(self, wait: float) -> None:
         """Read what is left of the body (at most ``wait`` seconds): a response read to its end
         gives its connection back to the pool, one closed early loses it."""
         with anyio.move_on_after(wait):
             try:
-                async for _ in self._iter:
+                while not self._ended and await self._read():
                     pass
             except (httpx.TransportError, httpx.StreamError):
                 pass
@@ -409,22 +437,22 @@ class _Lines:
     async def iterate(self, idle: float, until: float | None = None) -> AsyncIterator[str]:
         """The lines; TimeoutError when no data line came for ``idle`` seconds, or at the
         monotonic time ``until``."""
-        for line in self._first:
-            yield line
         last = time.monotonic()
         while True:
+            while self._lines:
+                yield self._lines.popleft()
+            if self._ended:
+                return
             now = time.monotonic()
             wait = last + idle - now
             if until is not None:
                 wait = min(wait, until - now)
             with anyio.fail_after(max(wait, 0.0)):
-                try:
-                    line = await self._iter.__anext__()
-                except StopAsyncIteration:
-                    return
-            if self._progress(line):
+                more = await self._read()
+            if self._progressed:
                 last = time.monotonic()
-            yield line
+            if not more and not self._lines:
+                return
 
 
 async def _close_at_loop_end(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:

@@ -411,7 +411,9 @@ class OpenAIChatModel(HttpModel):
         profile it names is taken when none was given. Returns the notice for the trace when
         that changes what is sent."""
         self.identified = True
-        info = await identify(await self._client(), self.base_url, headers, own_client=self.http_client)
+        info = await identify(
+            await self._client(), self.base_url, headers, own_client=self.http_client
+        )
         found = info.profile
         if found is None or self._profile_given or found is self.profile:
             return None
