@@ -173,7 +173,7 @@ async def bench_instant(out: Callable[[str], None], n: int) -> bool:
         t0 = time.perf_counter()
         await agent.run("Say hi.")
         runs.append(time.perf_counter() - t0)
-    overhead = statistics.median(y - x for x, y in zip(a, b))
+    overhead = statistics.median(y - x for x, y in zip(a, b, strict=True))
     p10 = statistics.quantiles(b, n=10)[0] - statistics.quantiles(a, n=10)[0]
     out("== 1. instant local server (127.0.0.1, recorded SSE answer, keep-alive)")
     out(line("raw request, shared client", a))
@@ -219,7 +219,7 @@ async def bench_live(out: Callable[[str], None], url: str, n: int) -> bool:
         return wall - (kode_t.last_ms or 0) / 1e3
 
     a, b = await paired(raw, kode, n)
-    overhead = statistics.median(y - x for x, y in zip(a, b))
+    overhead = statistics.median(y - x for x, y in zip(a, b, strict=True))
     out(f"== 2. llama-server at {url} (model {model_id!r}, 8 tokens, temperature 0)")
     out(line("raw wall", walls["raw"][5:]))
     out(line("kode_nb wall", walls["kode"][5:]))
