@@ -48,6 +48,7 @@ own schema) before the call is handed on: defaults apply, a nullable argument ke
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -190,6 +191,9 @@ class OpenAIChatModel(HttpModel):
         self.identified = found.hosted
         """The server has been asked what it is (``GET /models``, before the first request;
         hosted providers never are)."""
+        self.calls_as_text = False
+        """The model has written its tool calls as text (they were recovered): after tool
+        results it is sent no tools, so that it answers (small models call again otherwise)."""
         self._use_profile(found)
 
     def _use_profile(self, found: ServerProfile) -> None:
@@ -343,6 +347,16 @@ class OpenAIChatModel(HttpModel):
                 raise ModelNotFoundError(self.model, self.base_url, info.model_ids)
             yield Notice(text=f"the server does not list the model {self.model!r} "
                          f"(it lists {', '.join(info.model_ids)})")  # fmt: skip
+        if (
+            self.calls_as_text
+            and request.tools
+            and request.messages
+            and isinstance(request.messages[-1], ToolResultMessage)
+        ):
+            request = dataclasses.replace(request, tools=())
+            yield Notice(text="tool strategy answer-after-text-calls: this model writes its calls "
+                         "as text, and offered tools again after a result it calls again instead "
+                         "of answering; this request offers none")  # fmt: skip
         if request.tools:
             _, notice = self._tool_choice(request)
             if notice:
@@ -380,6 +394,7 @@ class OpenAIChatModel(HttpModel):
             for event in self._text_answer(request, "".join(state.text)):
                 state.recovered = state.recovered or isinstance(event, TextCallsRecovered)
                 yield event
+            self.calls_as_text = self.calls_as_text or state.recovered
             if state.recovered:
                 state.finish_reason = "tool_calls"
         yield state.usage  # None counts when the server sent none: shown as unknown, never 0

@@ -293,3 +293,24 @@ async def test_recorded_progress_events_are_read_as_part_of_the_answer() -> None
     assert b"prompt_progress" in payload("llamaserver_recorded_length.txt")
     assert response.text  # the progress fields are skipped, the text kept
     assert response.usage.input_tokens is not None
+
+
+async def test_a_model_that_wrote_calls_as_text_gets_no_tools_after_their_results() -> None:
+    from kode_nb.models import AssistantMessage, ToolResultMessage
+    from kode_nb.types import TextBlock
+
+    server = MockServer(sse("llamaserver_recorded_text_call.txt"), text_stream("140090"))
+    async with server.client() as client:
+        m = model(client, profile="llama-server", id="qwen2.5-coder-0.5b")
+        first = await collect(m.stream(request()))
+        [call] = first.tool_calls
+        after = ModelRequest(system="", tools=(ADD, WEATHER), messages=(
+            UserMessage(content="What is 48213 + 91877?"),
+            AssistantMessage(tool_calls=(ToolCallRequest(id=call.id, name="add", arguments=call.arguments),)),
+            ToolResultMessage(call_id=call.id, name="add", content=(TextBlock(text="140090"),)),
+        ))  # fmt: skip
+        second = await collect(m.stream(after))
+    assert "tools" in server.body(0)
+    assert "tools" not in server.body(1) and "tool_choice" not in server.body(1)
+    assert second.text == "140090"
+    assert any("answer-after-text-calls" in n for n in second.notices)
