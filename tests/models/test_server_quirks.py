@@ -311,6 +311,7 @@ async def test_a_model_that_wrote_calls_as_text_gets_no_tools_after_their_result
         ))  # fmt: skip
         second = await collect(m.stream(after))
     assert "tools" in server.body(0)
-    assert "tools" not in server.body(1) and "tool_choice" not in server.body(1)
+    assert "tools" not in server.body(1)
+    assert "tool_choice" not in server.body(1)
     assert second.text == "140090"
     assert any("answer-after-text-calls" in n for n in second.notices)
