@@ -91,6 +91,9 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 logger = logging.getLogger("kode_nb.models")
 
+ANSWER_NUDGE = "Answer my question using the tool result above, in plain words."
+"""Sent (on the wire only) after the tool results to a model that writes its calls as text."""
+
 _PROMPT_FREE_TOKENS = 500
 """Prompt tokens the plain first-response limit covers; longer prompts get more time (the
 profile's ``prompt_rate``)."""
@@ -353,10 +356,12 @@ class OpenAIChatModel(HttpModel):
             and request.messages
             and isinstance(request.messages[-1], ToolResultMessage)
         ):
-            request = dataclasses.replace(request, tools=())
+            request = dataclasses.replace(
+                request, tools=(), messages=(*request.messages, UserMessage(content=ANSWER_NUDGE))
+            )
             yield Notice(text="tool strategy answer-after-text-calls: this model writes its calls "
                          "as text, and offered tools again after a result it calls again instead "
-                         "of answering; this request offers none")  # fmt: skip
+                         "of answering; this request offers none and asks for the answer")  # fmt: skip
         if request.tools:
             _, notice = self._tool_choice(request)
             if notice:

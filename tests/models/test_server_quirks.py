@@ -23,6 +23,7 @@ from kode_nb.models import (
     collect,
 )
 from kode_nb.models._servers import forget_servers, known_server
+from kode_nb.models.openai_compat import ANSWER_NUDGE
 
 from ._mock import MockServer, payload, sse
 
@@ -313,5 +314,7 @@ async def test_a_model_that_wrote_calls_as_text_gets_no_tools_after_their_result
     assert "tools" in server.body(0)
     assert "tools" not in server.body(1)
     assert "tool_choice" not in server.body(1)
+    assert server.body(1)["messages"][-2]["role"] == "tool"
+    assert server.body(1)["messages"][-1] == {"role": "user", "content": ANSWER_NUDGE}
     assert second.text == "140090"
     assert any("answer-after-text-calls" in n for n in second.notices)
