@@ -168,7 +168,7 @@ async def test_a_subagent_is_called_and_its_answer_used(
     for a, b in NUMBERS:
         tools.clear()
         main = Agent(model=model, tools=["calculator", "get_weather"], max_turns=4)
-        result = await main.run(f"Ask the calculator: what is {a} + {b}?")
+        result = await main.run(f"What is {a} + {b}? Use the calculator tool.")
         runs = [s.name for s in result.trace.spans() if s.kind == "run"]
         failures.append(
             f"status {result.status}: {result.error}" if result.status != "completed"
