@@ -188,5 +188,5 @@ case "$cmd" in
     prepare) prepare ;;
     start) start_server ;;
     stop) stop_server "$@" ;;
-    *) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
