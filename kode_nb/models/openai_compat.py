@@ -350,12 +350,7 @@ class OpenAIChatModel(HttpModel):
                 raise ModelNotFoundError(self.model, self.base_url, info.model_ids)
             yield Notice(text=f"the server does not list the model {self.model!r} "
                          f"(it lists {', '.join(info.model_ids)})")  # fmt: skip
-        if (
-            self.calls_as_text
-            and request.tools
-            and request.messages
-            and isinstance(request.messages[-1], ToolResultMessage)
-        ):
+        if self.calls_as_text and request.tools and _answered(request.messages):
             request = dataclasses.replace(
                 request, tools=(), messages=(*request.messages, UserMessage(content=ANSWER_NUDGE))
             )
@@ -628,6 +623,17 @@ _EMPTY_HINTS = {
         "'named-then-none' strategy forces the call when one tool is offered"
     ),
 }
+
+
+def _answered(messages: tuple[Any, ...]) -> bool:
+    """The conversation ends with tool results, none of them an error (after an error the
+    model keeps its tools, to call again with other arguments)."""
+    results = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolResultMessage):
+            break
+        results.append(message)
+    return bool(results) and not any(r.is_error for r in results)
 
 
 def _named_then_none(

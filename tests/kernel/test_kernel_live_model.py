@@ -116,6 +116,10 @@ def tools(registry: ToolRegistry) -> list[tuple[str, dict[str, Any]]]:
     return calls
 
 
+def called(result: Any) -> list[Any]:
+    return [s.attributes.get("arguments") for s in result.trace.spans() if s.kind == "tool_call"]
+
+
 def check_tries(scenario: str, failures: list[str | None]) -> None:
     """At least all but one of the tries succeeded (4 of 5 by default); the counts are appended
     to ``KODE_NB_LIVE_REPORT`` when set."""
@@ -172,7 +176,7 @@ async def test_a_subagent_is_called_and_its_answer_used(
         runs = [s.name for s in result.trace.spans() if s.kind == "run"]
         failures.append(
             f"status {result.status}: {result.error}" if result.status != "completed"
-            else f"runs {runs}" if runs != ["main", "calculator"]
+            else f"runs {runs}, answer {result.output!r}, calls {called(result)}" if runs != ["main", "calculator"]
             else f"no add({a}, {b}) call: {tools}" if ("add", {"a": a, "b": b}) not in tools
             else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
             else None
