@@ -9,7 +9,7 @@ per contender that counts its calls).
 * kode_nb: ``Agent("bench", model=ScriptedModel([call("add", a=1, b=2), FINAL]),
   tools=["add"], executor=Executor(registry))``; ``model.reset()`` then
   ``await agent.run(PROMPT)`` per run (default executor: events on, default policy). kode_nb
-  always records the run's :class:`~kode_nb.agents.Trace` (run, turn, model_call and
+  always records the run's :class:`~kode_nb.traces.Trace` (run, turn, model_call and
   tool_call spans); a second row also serializes it with ``result.trace.to_dict()``.
 * openai-agents: ``await Runner.run(agent, PROMPT)`` with a scripted
   ``agents.models.interface.Model`` (shaped like the ``FakeModel`` of its own test suite:

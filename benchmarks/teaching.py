@@ -9,7 +9,7 @@ saves its latency and its price. For a run of ``T`` turns:
 
 * ``run``: the run itself (``T`` model requests, ``T - 1`` tool calls);
 * ``rerun``: what a fork replaces — asking the whole run again to change its last step;
-* ``fork@last``: ``run.fork(at=T, edit=...)``: turns before ``T`` answered from the recording;
+* ``fork@last``: ``kode_nb.fork(run, at=T, edit=...)``: turns before ``T`` answered from the recording;
 * ``replay``: ``kode_nb.replay(run)`` with the recorded tool results (no requests at all);
 * ``step``: the same run with ``step=True``, every pause decided at once by ``on_pause``; the
   difference from ``run`` divided by the pauses is the cost of one pause.
@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import kode_nb
-from kode_nb.agents import Agent, Stepper
+from kode_nb.agents import Agent
+from kode_nb.debug import Stepper
 from kode_nb.models import ModelRequest
 from kode_nb.models._content import content_text
 from kode_nb.models.base import (
@@ -101,7 +102,7 @@ async def measure(turns: int, repeats: int) -> dict[str, Any]:
         return await agent.run(prompt)
 
     async def fork() -> Any:
-        return await original.fork(at=turns, edit={"system_prompt": "Answer briefly."})
+        return await kode_nb.fork(original, at=turns, edit={"system_prompt": "Answer briefly."})
 
     async def replay() -> Any:
         return await kode_nb.replay(original)

@@ -4,8 +4,9 @@ Loading registers the magics (:class:`~kode_nb.magics.KodeMagics`) and the displ
 of the core types, and names ``kode_nb`` in the user namespace when nothing has that name (the
 cells a front end inserts, such as ``forked = await kode_nb.fork(...)``, call it); nothing else:
 no widgets, no pydantic, no session (that is created on first
-use). Formatters are registered by type *name*, and render through :mod:`kode_nb.ui.formatters`,
-imported on the first display. Unloading removes exactly what loading added and closes the
+use). Every rich display of a core object is listed in :mod:`kode_nb.ui.formatters`; they are
+registered by type *name*, so a core type is imported only when first displayed. The core's
+started work (``kode_nb.run_many``'s batch) is shown through :mod:`kode_nb._live`. Unloading removes exactly what loading added and closes the
 session (running calls are cancelled), so ``%reload_ext`` gives a clean start; the tools in the
 registry are kept.
 """
@@ -21,53 +22,80 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 _MAGICS = "KodeMagics"
 
 
-def _html_renderer(key: str) -> Callable[[Any], str]:
-    def render(obj: Any) -> str:
-        from kode_nb.ui.formatters import HTML
+def _renderer(table: str, key: str) -> Callable[..., Any]:
+    """A function IPython calls to render with ``kode_nb.ui.formatters.<table>[key]``; the
+    module is imported on the first display."""
 
-        return HTML[key](obj)
+    def lookup() -> Callable[..., Any]:
+        from kode_nb.ui import formatters
 
-    render.__qualname__ = render.__name__ = f"kode_nb_html_{key}"
+        found: Callable[..., Any] = getattr(formatters, table)[key]
+        return found
+
+    if table == "TEXT":
+
+        def render_text(obj: Any, p: Any, cycle: bool) -> None:
+            p.text(lookup()(obj))
+
+        render: Callable[..., Any] = render_text
+    else:
+
+        def render_other(obj: Any) -> Any:
+            return lookup()(obj)
+
+        render = render_other
+    render.__qualname__ = render.__name__ = f"kode_nb_{table.lower()}_{key}"
     return render
 
 
-def _text_renderer(key: str) -> Callable[[Any, Any, bool], None]:
-    def render(obj: Any, p: Any, cycle: bool) -> None:
-        from kode_nb.ui.formatters import TEXT
+# renderer table of kode_nb.ui.formatters -> the IPython formatter it is registered with
+_SLOTS = {
+    "HTML": "text/html",
+    "TEXT": "text/plain",
+    "BUNDLE": "mimebundle",
+    "LIVE": "ipython_display",
+}
 
-        p.text(TEXT[key](obj))
 
-    render.__qualname__ = render.__name__ = f"kode_nb_text_{key}"
-    return render
+def _formatter(ipython: Any, slot: str) -> Any:
+    display = ipython.display_formatter
+    if slot == "mimebundle":
+        return display.mimebundle_formatter
+    if slot == "ipython_display":
+        return display.ipython_display_formatter
+    return display.formatters[slot]
 
 
-def _formatted_types() -> tuple[tuple[str, str, str], ...]:
-    # kept in kode_nb.ui.formatters; this import is cheap (no widgets, no pydantic)
-    from kode_nb.ui.formatters import FORMATTED_TYPES
+def _show_started(obj: Any, wanted: bool | None) -> bool:
+    from kode_nb.ui.formatters import show_started
 
-    return FORMATTED_TYPES
+    return show_started(obj, wanted)
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the kode_nb magics and display formatters in ``ipython``."""
+    from kode_nb._live import set_shower
     from kode_nb.magics import KodeMagics
+    from kode_nb.ui.formatters import FORMATTED_TYPES, renderer_tables
 
     magics = KodeMagics(shell=ipython)
     ipython.register_magics(magics)
-    formatters = ipython.display_formatter.formatters
     installed: list[tuple[str, str, str, Any, Any]] = []
-    for module, name, key in _formatted_types():
-        for mime, func in (("text/html", _html_renderer(key)), ("text/plain", _text_renderer(key))):
-            previous = formatters[mime].for_type_by_name(module, name, func)
-            installed.append((mime, module, name, func, previous))
+    for module, name, key in FORMATTED_TYPES:
+        for table in renderer_tables(key):
+            slot = _SLOTS[table]
+            func = _renderer(table, key)
+            previous = _formatter(ipython, slot).for_type_by_name(module, name, func)
+            installed.append((slot, module, name, func, previous))
     magics.installed_formatters = installed
+    set_shower(_show_started)
     ipython.user_ns.setdefault("kode_nb", sys.modules["kode_nb"])
     if getattr(ipython, "kernel", None) is not None:  # cells wait for MCP connections
         from kode_nb.magics.awaiting import wait_cells
 
         if wait_cells not in ipython.input_transformers_post:
             ipython.input_transformers_post.append(wait_cells)
-        from kode_nb.magics.notebook_comm import register
+        from kode_nb.ui.notebook_comm import register
 
         register(magics)  # the tools panel and the notebook tools' front end
     from kode_nb.magics.mcp_magics import connect_configured
@@ -81,7 +109,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     magics = manager.registry.pop(_MAGICS, None)
     if magics is None:
         return
-    from kode_nb.magics.notebook_comm import unregister
+    from kode_nb.ui.notebook_comm import unregister
 
     unregister(magics)
     magics.close_session()
@@ -98,12 +126,15 @@ def unload_ipython_extension(ipython: Any) -> None:
                 del manager.magics[kind][name]
     if magics in ipython.configurables:
         ipython.configurables.remove(magics)
-    formatters = ipython.display_formatter.formatters
-    for mime, module, name, func, previous in reversed(magics.installed_formatters):
-        _remove_printer(formatters[mime], module, name, func)
+    for slot, module, name, func, previous in reversed(magics.installed_formatters):
+        formatter = _formatter(ipython, slot)
+        _remove_printer(formatter, module, name, func)
         if previous is not None:
-            formatters[mime].for_type_by_name(module, name, previous)
+            formatter.for_type_by_name(module, name, previous)
     magics.installed_formatters = []
+    from kode_nb._live import set_shower
+
+    set_shower(None)
 
 
 def _remove_printer(formatter: Any, module: str, name: str, func: Any) -> None:

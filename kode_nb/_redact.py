@@ -24,7 +24,7 @@ What it cannot catch: a secret the session was never told about, whose name matc
 and whose text has no known shape (a password passed as ``text=...``), and a secret split
 across two streamed chunks.
 
-The trace recorder (:mod:`kode_nb.agents.trace`) and :class:`~kode_nb.JsonlAuditLog` run every
+The trace recorder (:mod:`kode_nb.traces._trace`) and :class:`~kode_nb.JsonlAuditLog` run every
 value through :func:`redact` before storing it, so traces, their JSON and OpenTelemetry exports
 and audit logs never hold a secret; the notebook displays (:mod:`kode_nb.ui.html`'s escaping,
 JSON and clipping helpers, streamed updates) and magic error messages pass what they show

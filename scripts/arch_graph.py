@@ -5,7 +5,9 @@
 
 A unit is a subpackage (``kode_nb.tools``) or a root module (``kode_nb.errors``). An edge A -> B
 means some module of A imports some module of B at run time, at module level or inside a
-function (imports under ``if TYPE_CHECKING:`` are left out: they never run).
+function (imports under ``if TYPE_CHECKING:`` are left out: they never run). Importing a name of
+the facade (``from kode_nb import Executor``) is an edge to the unit ``kode_nb``, which no rule
+allows; ``from kode_nb import _live`` names the module ``kode_nb._live``.
 """
 
 from __future__ import annotations
@@ -61,11 +63,12 @@ def imports_of(path: Path) -> set[str]:
             and node.level == 0
             and node.module.split(".")[0] == "kode_nb"
         ):
-            found.add(node.module)
             for alias in node.names:  # `from kode_nb.tools import _formats` names a module
                 target = PACKAGE.parent / f"{node.module}.{alias.name}".replace(".", "/")
                 if target.is_dir() or target.with_suffix(".py").exists():
                     found.add(f"{node.module}.{alias.name}")
+                else:  # a name defined by the module (a package: by its __init__)
+                    found.add(node.module)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -80,13 +83,30 @@ def graph() -> dict[str, set[str]]:
         edges.setdefault(source, set())
         for target in imports_of(path):
             target_unit = unit_of(target)
-            if target_unit not in (source, "kode_nb"):
+            if target_unit != source:  # an import of the facade is an edge to `kode_nb`
                 edges[source].add(target_unit)
     return dict(sorted(edges.items()))
 
 
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the kode_nb modules it imports at run time (a package stands for its
+    ``__init__``; ``import kode_nb.a.b`` counts as importing ``kode_nb.a.b``)."""
+    paths = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    edges: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        targets = set()
+        for target in imports_of(path):
+            while target not in paths and "." in target:  # a name inside a module
+                target = target.rsplit(".", 1)[0]
+            if target in paths and target != name:
+                targets.add(target)
+        edges[name] = targets
+    return edges
+
+
 def cycles(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """Pairs of units that import each other (directly or through others)."""
+    """Pairs of nodes (units, or modules) that import each other (directly or through
+    others)."""
 
     def reaches(a: str, b: str) -> bool:
         seen, todo = set(), [a]

@@ -182,7 +182,7 @@ the reason, and the run stays paused.""",
     (
         "py",
         """\
-from kode_nb.agents import StepEditError
+from kode_nb.debug import StepEditError
 
 try:
     point.edit({"region": "north-east", "year": 2024})
@@ -238,7 +238,7 @@ print(given.output)""",
         """\
 ## 4. Fork a finished run
 
-`result.fork(at=..., edit=...)` continues a finished run from one of its steps with one thing
+`kode_nb.fork(result, at=..., edit=...)` continues a finished run from one of its steps with one thing
 changed. Everything **before** the fork point is answered from the recording — no model calls,
 no tool runs, no cost — and the run goes on live from there. `at` is a turn number or a span id
 from the trace (the trace viewer's **Fork from here** button inserts that cell for you).
@@ -249,7 +249,8 @@ Fork at the tool call, with a different tool result:""",
         "py",
         """\
 tool_call = result.trace.root.find(kind="tool_call")[0]
-worse = await result.fork(
+worse = await kode_nb.fork(
+    result,
     at=tool_call.span_id,
     edit={"result": "north 2024: $0.40M, -78% on the year before (two stores closed)"},
 )
@@ -264,7 +265,7 @@ Fork at turn 1 with another question:""",
     (
         "py",
         """\
-south = await result.fork(at=1, edit="How did the south region do in 2023?")
+south = await kode_nb.fork(result, at=1, edit="How did the south region do in 2023?")
 print(south.output)""",
     ),
     (

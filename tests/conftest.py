@@ -24,7 +24,7 @@ import pytest
 
 import kode_nb._redact
 import kode_nb.tools._registry
-from kode_nb.tools._registry import ToolRegistry, use_registry
+from kode_nb.tools import ToolRegistry, use_registry
 
 
 @pytest.fixture

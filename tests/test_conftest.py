@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import kode_nb
-from kode_nb.tools._registry import ToolRegistry
+from kode_nb.tools import ToolRegistry
 
 
 @contextlib.contextmanager

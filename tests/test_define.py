@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from kode_nb.errors import DuplicateToolError, ToolDefinitionError
-from kode_nb.tools._define import define_tool, tool
-from kode_nb.tools._model import Tool
-from kode_nb.tools._registry import ToolRegistry, default_registry
+from kode_nb.tools import Tool, ToolRegistry, default_registry, define_tool, tool
 from kode_nb.types import ToolCategory, ToolContext, ToolKind
 
 

@@ -26,13 +26,7 @@ from kode_nb import (
     ToolResult,
     define_tool,
 )
-from kode_nb.events._events import (
-    EVENT_TYPES,
-    CallCompleted,
-    CallRequested,
-    CallUpdate,
-    event_to_dict,
-)
+from kode_nb.events import EVENT_TYPES, CallCompleted, CallRequested, CallUpdate, event_to_dict
 
 TERMINAL = {"completed", "failed", "timed_out", "cancelled", "invalid_arguments"}
 

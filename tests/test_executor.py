@@ -38,7 +38,7 @@ from kode_nb import (
     deny,
 )
 from kode_nb.errors import FieldIssue
-from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.policy import ApprovalRequest
 
 pytestmark = pytest.mark.anyio
 

@@ -19,9 +19,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from kode_nb.errors import ConfigurationError
+from kode_nb.tools import Tool, define_tool
 from kode_nb.tools import _formats as formats
-from kode_nb.tools._define import define_tool
-from kode_nb.tools._model import Tool
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("KODE_NB_UPDATE_SNAPSHOTS") == "1"

@@ -36,7 +36,7 @@ from kode_nb import (
     define_tool,
 )
 from kode_nb._threads import DaemonThreadPool
-from kode_nb.events._events import CallStarted
+from kode_nb.events import CallStarted
 from kode_nb.execution._builders import json_block, make_result, text_block
 from kode_nb.execution._plans import Limit
 from kode_nb.execution._running import Deadlines

@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 
 from kode_nb import ToolRegistry
 from kode_nb.agents import Agent, AgentDefinition, register_subagent
-from kode_nb.execution._executor import Executor
+from kode_nb.execution import Executor
 from kode_nb.magics.agent_spec import parse_front_matter
 from kode_nb.models import ScriptedModel, call
 from kode_nb.ui.agent_static import StaticRunView, markdown_html

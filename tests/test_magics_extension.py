@@ -13,7 +13,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.testing.globalipapp import start_ipython
 
-from kode_nb import ToolRegistry, ToolResult
+from kode_nb import ToolRegistry, ToolResult, define_tool
 from kode_nb.errors import ConfigurationError
 from kode_nb.magics import get_session
 
@@ -93,3 +93,74 @@ print(json.dumps({{"heavy": heavy, "elapsed": elapsed}}))
     )
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["heavy"] == []
+
+
+def test_core_objects_display_through_the_formatters_the_extension_registers() -> None:
+    """Runs, traces, divergences and an inbox carry no display code: ``%load_ext`` registers
+    their record bundles (kode_nb/ui/formatters.py), ``%unload_ext`` removes them again."""
+    import asyncio
+
+    import kode_nb
+    from kode_nb import Agent, Inbox
+    from kode_nb.models import ScriptedModel
+
+    ip = _shell()
+    result = asyncio.run(Agent(model=ScriptedModel(["hello"])).run("hi"))
+    objects = {
+        "run": result,
+        "trace": result.trace,
+        "divergence": kode_nb.diverge(result, result),
+        "table": Inbox(),
+    }
+    for obj in objects.values():
+        assert set(ip.display_formatter.format(obj)[0]) == {"text/plain"}
+    ip.run_line_magic("load_ext", EXT)
+    try:
+        for kind, obj in objects.items():
+            bundle = ip.display_formatter.format(obj)[0]
+            assert set(bundle) == {
+                f"application/vnd.kode-nb.{kind}+json",
+                "text/html",
+                "text/plain",
+            }
+        assert "hello" in ip.display_formatter.format(result)[0]["text/plain"]
+    finally:
+        ip.run_line_magic("unload_ext", EXT)
+    for obj in objects.values():
+        assert set(ip.display_formatter.format(obj)[0]) == {"text/plain"}
+
+
+def test_run_many_shows_its_batch_only_through_the_notebook_layer(registry: ToolRegistry) -> None:
+    """``run_many(show=True)`` needs the notebook layer; with it loaded, the started batch is
+    handed to kode_nb.ui.formatters.show_started (outside a kernel: a static record)."""
+    import asyncio
+
+    from kode_nb import _live
+    from kode_nb.many import run_many
+
+    def square(x: int) -> int:
+        """Square."""
+        return x * x
+
+    define_tool(square, registry=registry)
+
+    async def start() -> Any:
+        batch = run_many("square", [{"x": 2}], cache=False, show=True, registry=registry)
+        await batch
+        return batch
+
+    with pytest.raises(ConfigurationError, match="load the notebook layer"):
+        asyncio.run(start())
+    ip = _shell()
+    ip.run_line_magic("load_ext", EXT)
+    try:
+        assert _live.can_show()
+        shown: list[Any] = []
+        ip.display_pub.publish = lambda data, **kw: shown.append(data)
+        batch = asyncio.run(start())
+        assert batch.done()
+        assert any("application/vnd.kode-nb.table+json" in data for data in shown)
+    finally:
+        del ip.display_pub.publish
+        ip.run_line_magic("unload_ext", EXT)
+    assert not _live.can_show()

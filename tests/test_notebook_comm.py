@@ -1,4 +1,4 @@
-"""The kernel side of the ``kode_nb.notebook`` comm (``kode_nb/magics/notebook_comm.py``) against a
+"""The kernel side of the ``kode_nb.notebook`` comm (``kode_nb/ui/notebook_comm.py``) against a
 recording comm object (the comm is kode_nb's own boundary; ``tests/kernel/test_kernel_notebook_comm.py``
 drives the same protocol through a real kernel)."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from kode_nb import define_tool
 from kode_nb.builtins.notebook import LINK
-from kode_nb.magics.notebook_comm import RATE, NotebookChannel
-from kode_nb.tools._registry import ToolRegistry
+from kode_nb.tools import ToolRegistry
+from kode_nb.ui.notebook_comm import RATE, NotebookChannel
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,5 @@
 """The front end's trace requests on the ``kode_nb.notebook`` comm (ops ``expand`` and ``fork``,
-``kode_nb/magics/expand.py``) against a recording comm object: the answer's cells and notes, the
+``kode_nb/ui/trace_ops.py``) against a recording comm object: the answer's cells and notes, the
 trace remembered by id, the fork cell's source, and a specific ``ok: false`` reply for bad input
 (no trace, not a trace, a newer schema, an unknown or unforkable span)."""
 
@@ -12,10 +12,11 @@ import pytest
 from pydantic import BaseModel
 
 from kode_nb import ToolRegistry, define_tool
-from kode_nb.agents import Agent, AgentDefinition, known_trace, register_subagent
-from kode_nb.magics.notebook_comm import NotebookChannel
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import Turn, call
+from kode_nb.traces import known_trace
+from kode_nb.ui.notebook_comm import NotebookChannel
 from tests.test_notebook_comm import RecordingComm
 
 pytestmark = pytest.mark.anyio

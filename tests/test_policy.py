@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from kode_nb.errors import ConfigurationError, ToolPermissionError
-from kode_nb.policy._policy import Policy, resolve_allowed_path
-from kode_nb.tools._model import Tool
-from kode_nb.tools._registry import ToolRegistry
+from kode_nb.policy import Policy, resolve_allowed_path
+from kode_nb.tools import Tool, ToolRegistry
 from kode_nb.types import ToolContext, ToolKind
 
 

@@ -18,7 +18,7 @@ from kode_nb._redact import (
     redact_text,
     register_secret,
 )
-from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.policy import ApprovalRequest
 from kode_nb.types import TextBlock, ToolResult
 from kode_nb.ui import html as H
 from kode_nb.ui.coalesce import Coalescer

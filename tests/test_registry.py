@@ -14,16 +14,16 @@ import pytest
 
 import kode_nb.tools._registry as registry_module
 from kode_nb.errors import ConfigurationError, DuplicateToolError, ToolNotFoundError
-from kode_nb.tools._model import Tool
-from kode_nb.tools._registry import (
+from kode_nb.tools import (
     BUILTIN_PROFILES,
     RegistryStats,
+    Tool,
     ToolRegistry,
     ToolStats,
     default_registry,
+    parse_selector,
     use_registry,
 )
-from kode_nb.tools._selectors import parse_selector
 from kode_nb.tools._stats import STATS_WINDOW
 from kode_nb.types import ToolKind
 

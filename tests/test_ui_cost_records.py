@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from kode_nb import define_tool
-from kode_nb.agents import Agent, prices, set_price
-from kode_nb.models import ScriptedModel
+from kode_nb.agents import Agent
+from kode_nb.models import ScriptedModel, prices, set_price
 from kode_nb.models.scripted import call
 from kode_nb.tools import ToolRegistry
 from kode_nb.ui.record_html import fmt_cost

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from kode_nb import Executor, Policy, ToolRegistry, define_tool
-from kode_nb.agents import Agent, AgentDefinition, prices, register_subagent, set_price
-from kode_nb.models import ScriptedModel
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
+from kode_nb.models import ScriptedModel, prices, set_price
 from kode_nb.models.scripted import call
 from kode_nb.ui.agent_view import RunView
 from kode_nb.ui.approval import WidgetApprover

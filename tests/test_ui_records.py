@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+import kode_nb
 from kode_nb import ToolResult, define_tool
 from kode_nb.agents import Agent
-from kode_nb.agents.trace import Span, Trace
 from kode_nb.events import ApprovalResolved
-from kode_nb.execution._executor import Executor
+from kode_nb.execution import Executor
 from kode_nb.models import ScriptedModel, call
-from kode_nb.tools._registry import ToolRegistry
+from kode_nb.tools import ToolRegistry
+from kode_nb.traces import Span, Trace
 from kode_nb.ui.agent_static import StaticRunView
 from kode_nb.ui.agent_view import RunView
 from kode_nb.ui.call_view import CallView
@@ -315,7 +316,6 @@ def test_no_style_attributes_in_any_record_html() -> None:
 
 @pytest.mark.anyio
 async def test_a_divergence_record_keeps_to_the_record_rules(registry: Any) -> None:
-    import kode_nb
     from kode_nb.agents import Agent
     from kode_nb.models import ScriptedModel
     from kode_nb.models.scripted import call
@@ -327,7 +327,7 @@ async def test_a_divergence_record_keeps_to_the_record_rules(registry: Any) -> N
 
     kode_nb.define_tool(add, inline=True)
     run = await Agent(model=ScriptedModel([call("add", a=1, b=2), "3"]), tools=["add"]).run("go")
-    forked = await run.fork(at=2, model=ScriptedModel(["<three>"]))
+    forked = await kode_nb.fork(run, at=2, model=ScriptedModel(["<three>"]))
     record = divergence_record(kode_nb.diverge(run, forked))
     data = assert_record(record.bundle(), "divergence")
     assert (data["turn"], data["what"]) == (2, "answer")

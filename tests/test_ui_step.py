@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from kode_nb import ToolRegistry, define_tool
-from kode_nb.agents import Agent, Stepper, StepPoint
+from kode_nb.agents import Agent
+from kode_nb.debug import Stepper, StepPoint
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import call
 from kode_nb.ui.agent_static import StaticRunView

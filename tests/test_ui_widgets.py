@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from kode_nb import ToolResult, define_tool
-from kode_nb.events._events import ApprovalRequested, ApprovalResolved, CallStarted
-from kode_nb.policy._approval import ApprovalRequest, approve
+from kode_nb.events import ApprovalRequested, ApprovalResolved, CallStarted
+from kode_nb.policy import ApprovalRequest, approve
 from kode_nb.ui.approval import ApprovalPrompt, WidgetApprover
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.handle import CallHandle

@@ -1,42 +1,27 @@
-"""Agents: the model ↔ tools loop, subagents as tools, and run traces.
+"""Agents: the model ↔ tools loop and subagents as tools.
 
-* :class:`Agent` / :class:`AgentRunResult` — the loop (:mod:`.loop`).
-* :class:`AgentDefinition` / :func:`register_subagent` — subagents as ``think`` tools
-  (:mod:`.subagent`), with a narrowed policy (:class:`NarrowedPolicy`) and a context
-  compression hook (:func:`compress_context`).
-* Events for live views (:mod:`.events`): pass ``on_event=`` to an agent or a run.
-* :class:`Trace` — the recorded tree, as ``kode_nb.trace/v2`` JSON or OpenTelemetry spans
-  (:mod:`.trace`); secrets are removed first (:func:`redact`).
-* Cost: :data:`prices` (editable), :func:`set_price`, :func:`price_for`, and the request size
-  estimate :func:`estimate_tokens` (:mod:`._cost`).
-* :class:`Stepper` — step through a run: pause before each model request and tool call
-  (:mod:`._step`); :meth:`Agent.start` returns a :class:`StartedRun` to drive it.
-* :func:`replay` — re-run a recorded run offline with a :class:`~kode_nb.models.ReplayModel`,
-  tools recorded or re-executed (:mod:`._replay`); returns a :class:`Replay`.
-* :func:`fork` — continue a finished run from one of its steps with a changed message, tool
-  result, system prompt or model, the steps before replayed with no model requests
-  (:mod:`._fork`); :func:`diverge` — where two runs (a run and its fork) first differ, side by
-  side (:mod:`._diverge`).
-* :func:`expand_trace` — a recorded run as notebook cells that reproduce it (:mod:`._expand`).
-* :func:`known_trace` / :func:`remember_trace` — the traces this process knows by id (every
-  finished run's; :mod:`._known`).
+* :class:`Agent` / :class:`AgentRunResult` — the loop: ``await agent.run(prompt)``, or
+  ``agent.start(prompt, step=True)`` to step through it (the pause points are
+  :mod:`kode_nb.stepping`'s); :class:`RunUsage` / :data:`RunStatus` describe a result.
+* :class:`AgentDefinition` / :func:`register_subagent` / :func:`subagent_tool` — subagents as
+  ``think`` tools, with a narrowed policy (:class:`NarrowedPolicy`) and a context compression
+  hook (:func:`compress_context`, :data:`CompressContext`).
+* Events for live views: pass ``on_event=`` (an :data:`EventCallback`) to an agent or a run;
+  :data:`AgentEvent` is any of the event classes, :data:`AGENT_EVENT_TYPES` their ``type``
+  strings.
 
-Nothing here imports Jupyter.
+Each run records a :class:`~kode_nb.traces.Trace` (:mod:`kode_nb.traces`); costs come from
+:mod:`kode_nb.models`' price table; replay, fork, diverge and expand-to-cells are in
+:mod:`kode_nb.debug`, which builds on this package.
+
+May import: ``stepping``, ``traces``, ``execution``, ``models``, ``tools``, ``policy``,
+``events``, ``types``, ``errors``, ``_redact``, ``_threads``. Nothing here imports Jupyter.
 """
 
 from __future__ import annotations
 
-from kode_nb._redact import REDACTED, redact, redact_text
-from kode_nb.agents._cost import Price, estimate_tokens, price_for, prices, set_price
-from kode_nb.agents._diverge import Divergence, diverge
-from kode_nb.agents._expand import Expansion, expand_trace
-from kode_nb.agents._fork import ForkPoint, fork
-from kode_nb.agents._known import known_trace, remember_trace
-from kode_nb.agents._replay import Replay, replay
-from kode_nb.agents._step import StepDecision, StepEditError, Stepper, StepPoint
-from kode_nb.agents._step_loop import StartedRun
-from kode_nb.agents.context import CompressContext, compress_context
-from kode_nb.agents.events import (
+from kode_nb.agents._context import CompressContext, compress_context
+from kode_nb.agents._events import (
     AGENT_EVENT_TYPES,
     AgentEvent,
     EventCallback,
@@ -50,61 +35,42 @@ from kode_nb.agents.events import (
     ToolCallsRequested,
     TurnStarted,
 )
-from kode_nb.agents.loop import Agent, AgentRunResult
-from kode_nb.agents.result import RunStatus, RunUsage
-from kode_nb.agents.subagent import AgentDefinition, ModelSpec, register_subagent, subagent_tool
-from kode_nb.agents.toolset import NarrowedPolicy, resolve_tools
-from kode_nb.agents.trace import SCHEMA, Span, Trace
+from kode_nb.agents._loop import Agent
+from kode_nb.agents._result import AgentRunResult, RunStatus, RunUsage
+from kode_nb.agents._subagent import AgentDefinition, register_subagent, subagent_tool
+from kode_nb.agents._toolset import NarrowedPolicy
+
+# Still importable from here (their packages are their homes): the stepping names an
+# ``Agent.start`` caller uses, and the trace types a run's result holds.
+from kode_nb.stepping import StartedRun as StartedRun
+from kode_nb.stepping import StepDecision as StepDecision
+from kode_nb.stepping import StepEditError as StepEditError
+from kode_nb.stepping import Stepper as Stepper
+from kode_nb.stepping import StepPoint as StepPoint
+from kode_nb.traces import Span as Span
+from kode_nb.traces import Trace as Trace
 
 __all__ = [
     "AGENT_EVENT_TYPES",
-    "REDACTED",
-    "SCHEMA",
     "Agent",
     "AgentDefinition",
     "AgentEvent",
     "AgentRunResult",
     "CompressContext",
-    "Divergence",
     "EventCallback",
-    "Expansion",
-    "ForkPoint",
     "ModelResponded",
-    "ModelSpec",
     "NarrowedPolicy",
-    "Price",
     "RunFinished",
-    "Replay",
     "RunStarted",
     "RunStatus",
     "RunUsage",
-    "Span",
-    "StartedRun",
-    "StepDecision",
-    "StepEditError",
-    "StepPoint",
-    "Stepper",
     "SubagentFinished",
     "SubagentStarted",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallsRequested",
-    "Trace",
     "TurnStarted",
     "compress_context",
-    "diverge",
-    "expand_trace",
-    "fork",
-    "known_trace",
-    "estimate_tokens",
-    "price_for",
-    "prices",
-    "redact",
-    "redact_text",
     "register_subagent",
-    "remember_trace",
-    "replay",
-    "resolve_tools",
-    "set_price",
     "subagent_tool",
 ]

@@ -13,12 +13,10 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
-from kode_nb.agents._cost import cost_of, estimate_tokens, price_for
+from kode_nb.agents._events import ModelResponded, TextDelta
 from kode_nb.agents._run import RunState, message_dict
-from kode_nb.agents._step_loop import pause_model_request
-from kode_nb.agents.events import ModelResponded, TextDelta
-from kode_nb.agents.trace import Span
 from kode_nb.errors import KodeUsageError
+from kode_nb.models._cost import cost_of, estimate_tokens, price_for
 from kode_nb.models.base import (
     Model,
     ModelEvent,
@@ -29,6 +27,8 @@ from kode_nb.models.base import (
     collect,
 )
 from kode_nb.models.errors import ModelError
+from kode_nb.stepping._step_loop import pause_model_request
+from kode_nb.traces._trace import Span
 
 __all__ = ["model_turn", "time_up"]
 

@@ -9,16 +9,14 @@ tool-call span its own trace nests under.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kode_nb.agents.events import EventSink
-from kode_nb.agents.result import RunStatus, RunUsage
-from kode_nb.agents.trace import Span, Trace
+from kode_nb.agents._events import EventSink
+from kode_nb.agents._result import RunStatus, RunUsage
 from kode_nb.execution._executor import Executor
 from kode_nb.models.base import (
     AssistantMessage,
@@ -28,11 +26,12 @@ from kode_nb.models.base import (
     UserMessage,
 )
 from kode_nb.tools._model import Tool
+from kode_nb.traces._trace import Span, Trace
 from kode_nb.types import ToolResult
 
 if TYPE_CHECKING:
-    from kode_nb.agents._step import Stepper
-    from kode_nb.agents.loop import Agent
+    from kode_nb.agents._loop import Agent
+    from kode_nb.stepping._step import Stepper
 
 __all__ = ["CURRENT_RUN", "RunState", "message_dict", "result_dict"]
 
@@ -65,7 +64,7 @@ class RunState:
     deadline: float | None
     on_text: Callable[[str], object] | None = None
     stepper: Stepper | None = None
-    """Pauses the run before each model request and tool call (:mod:`kode_nb.agents._step`)."""
+    """Pauses the run before each model request and tool call (:mod:`kode_nb.stepping._step`)."""
     usage: RunUsage = field(default_factory=RunUsage)
     turns: int = 0
     status: RunStatus = "completed"
@@ -149,14 +148,6 @@ def message_dict(message: Message) -> dict[str, Any]:
     text = ToolResult(content=message.content).text
     return {"role": "tool", "call_id": message.call_id, "name": message.name, "content": text,
             "is_error": message.is_error}  # fmt: skip
-
-
-def parse_arguments(raw: str) -> Any:
-    """The arguments as JSON when they parse, else the raw text."""
-    try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
 
 
 def _jsonable(value: Any) -> Any:

@@ -17,16 +17,16 @@ import json
 import time
 from collections.abc import Sequence
 
-from kode_nb.agents._cost import rollup
-from kode_nb.agents._run import RunState, parse_arguments, result_dict
-from kode_nb.agents._step_loop import given_result, pause_tool_call
-from kode_nb.agents.events import ToolCallFinished, ToolCallsRequested
-from kode_nb.agents.trace import Span
+from kode_nb.agents._events import ToolCallFinished, ToolCallsRequested
+from kode_nb.agents._run import RunState, result_dict
 from kode_nb.errors import ToolNotFoundError
 from kode_nb.events._events import CallFailed, CallRequested
 from kode_nb.execution._executor import ToolCall
 from kode_nb.models._content import content_text
+from kode_nb.models._cost import rollup
 from kode_nb.models.base import AssistantMessage, ToolCallRequest, ToolResultMessage
+from kode_nb.stepping._step_loop import given_result, pause_tool_call
+from kode_nb.traces._trace import Span, parse_arguments
 from kode_nb.types import ContentBlock, ImageBlock, TextBlock, ToolResult, normalize_name
 
 __all__ = ["for_model", "run_tool_calls", "subtree", "unique_call_ids"]

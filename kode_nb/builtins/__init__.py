@@ -24,6 +24,9 @@ Mutating tools ask for approval by default: write_file, edit_file, set_env (edit
 delete_file (delete), move_file (move), exec, http_post and http_request (execute),
 insert_cell (edit) and run_cell (execute). The web
 tools reach no host until ``allowed_hosts`` (or a :class:`WebConfig`) allows some.
+
+May import: ``tools``, ``types``, ``errors``, ``_paths``, ``_threads``. Nothing here imports
+Jupyter: the notebook tools reach the front end through a link the notebook layer sets.
 """
 
 from __future__ import annotations

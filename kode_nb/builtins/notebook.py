@@ -11,7 +11,7 @@ run_cell       execute run a cell (asks by default)
 
 The cell tools talk to the notebook's front end (the kode_nb JupyterLab extension in
 ``labextension/``) over the ``kode_nb.notebook`` comm (protocol in ``docs/RECORDS.md``); the
-kernel side of that comm (``kode_nb/magics/notebook_comm.py``) sets :data:`LINK`'s ``front_end`` and
+kernel side of that comm (``kode_nb/ui/notebook_comm.py``) sets :data:`LINK`'s ``front_end`` and
 ``namespace`` to the user namespace (by default the running IPython shell's). Without a front end the cell tools fail with a clear error.
 Variables are read through their own methods (``head``, ``shape``, ``dtypes``, ``repr``) and cut
 to a bound; nothing is pickled or copied whole.

@@ -1,8 +1,9 @@
 """Tool-call events: one typed dataclass per step of a call, the bus that delivers them, and
 the JSONL audit log that records them (``_events``).
 
-May import: :mod:`kode_nb.types` and the standard library only, so every layer (execution,
-agents, the notebook UI) can subscribe without pulling in anything else.
+May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors` and ``kode_nb._redact`` (the audit log
+redacts what it writes), and the standard library: every layer (execution, agents, the notebook
+UI) can subscribe without pulling in anything else.
 """
 
 from kode_nb.events import _events

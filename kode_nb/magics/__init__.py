@@ -3,6 +3,10 @@
 Loaded by ``%load_ext kode_nb``. :func:`get_session` returns the kernel's
 :class:`~kode_nb.magics.session.KodeSession` (registry, policy, executor, event bus) for code
 that wants to use it directly, e.g. ``get_session().bus.subscribe(print)``.
+
+Magics are thin: parse the line or cell, call the core, display through :mod:`kode_nb.ui`.
+
+May import: the core and ``ui``. Never the extension entry point (kode_nb/_extension.py).
 """
 
 from __future__ import annotations

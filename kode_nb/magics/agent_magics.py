@@ -25,7 +25,7 @@
 * ``--step`` (``%%ask --step``, ``%agent NAME --step ...``) steps through the run: it pauses
   before each model request and each tool call, with Next / Edit / Give result / Run to end /
   Stop buttons in the live view (:mod:`kode_nb.ui.step_view`) and ``h.step`` (a
-  :class:`~kode_nb.agents.Stepper`) to decide from a cell. Subagent runs pause too;
+  :class:`~kode_nb.debug.Stepper`) to decide from a cell. Subagent runs pause too;
   ``--step top`` (``--step=top`` for ``%agent``) lets them run through.
 * ``%model [NAME | $var]`` shows or sets the session's default model.
 
@@ -213,7 +213,7 @@ def _direct_agent(
     """A top-level Agent running ``defn`` on validated ``arguments``: (agent, prompt, executor)."""
     from kode_nb.agents import Agent, NarrowedPolicy
     from kode_nb.agents._inputs import input_validator
-    from kode_nb.agents.toolset import derive_executor
+    from kode_nb.agents._toolset import derive_executor
     from kode_nb.errors import KodeUsageError, ToolValidationError
 
     validator = input_validator(defn.input_model, defn.input_config, where)
@@ -406,9 +406,9 @@ def start_run(
     """Start ``agent`` on ``prompt`` as a task on the kernel's loop; the handle comes back at
     once (without a running loop, as in terminal IPython, the run completes first).
     ``close``: an executor to close when the run ends. ``step``: ``"all"`` or ``"top"`` to step
-    through the run (:mod:`kode_nb.agents._step`; the pauses show buttons in the live view,
+    through the run (:mod:`kode_nb.stepping._step`; the pauses show buttons in the live view,
     and ``h.step`` drives them from a cell)."""
-    from kode_nb.agents import Stepper
+    from kode_nb.debug import Stepper
     from kode_nb.ui.agent_handle import AgentHandle
 
     run_id = f"run_{secrets.token_hex(6)}"

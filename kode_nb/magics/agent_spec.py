@@ -100,7 +100,7 @@ def resolve_model_spec(value: Any, namespace: Mapping[str, Any], where: str) -> 
     """``(model spec, label)`` from ``model:`` / ``--model`` / ``%model``.
 
     A spec is a model name (checked now), a Model object, or a zero-argument factory."""
-    from kode_nb.agents.toolset import is_model
+    from kode_nb.agents._toolset import is_model
 
     if not isinstance(value, str) or not value.strip():
         raise UsageError(f"{where}: model must be a model name or $variable, got {value!r}")
@@ -134,7 +134,7 @@ def resolve_model_spec(value: Any, namespace: Mapping[str, Any], where: str) -> 
 
 def model_object(spec: Any, where: str) -> Any:
     """A model for one run, from a spec (a factory is called now)."""
-    from kode_nb.agents.toolset import is_model
+    from kode_nb.agents._toolset import is_model
 
     if isinstance(spec, str):
         from kode_nb.errors import ConfigurationError

@@ -1,37 +1,29 @@
 """``%expand_trace VAR``: a recorded run's cells, inserted below the cell or written to a file.
 
-The cells come from :func:`kode_nb.expand_trace` (see ``kode_nb/agents/_expand.py``). When the
-JupyterLab extension is connected over the ``kode_nb.notebook`` comm (``kode_nb/magics/notebook_comm.py``,
+The cells come from :func:`kode_nb.expand_trace` (see ``kode_nb/debug/_expand.py``). When the
+JupyterLab extension is connected over the ``kode_nb.notebook`` comm (``kode_nb/ui/notebook_comm.py``,
 protocol in docs/RECORDS.md), its ``insert_cells`` request puts them below the cell. Without it (VS Code, nbconvert, classic) or with
 ``--path``, they go into a new ``.ipynb`` beside the notebook
 (``<notebook>-<var>-<trace id>.ipynb``), and the output links to it. Notes say what cannot be
 reproduced.
 
 The trace viewer's "Expand into cells" and "Fork from here" buttons ask for the same over the comm
-(ops ``expand`` and ``fork``): :func:`expand_request` and :func:`fork_request` make the answers.
+(ops ``expand`` and ``fork``): kode_nb/ui/trace_ops.py makes those answers.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.display import HTML, display
 
-from kode_nb.agents.trace import READABLE_SCHEMAS
-from kode_nb.errors import ConfigurationError
+__all__ = ["expand_command", "notebook_dir"]
 
-__all__ = ["FORKABLE", "expand_command", "expand_request", "fork_request", "notebook_dir"]
-
-
-FORKABLE = ("turn", "model_call", "tool_call")
-"""The span kinds a run can be forked at."""
 
 _TASKS: set[Any] = set()
 """Insertions waiting for the front end's answer (kept referenced until done)."""
@@ -53,7 +45,7 @@ def _front_end() -> bool:
 
 
 def expand_command(shell: Any, registered: set[str], args: Any) -> Any:
-    from kode_nb.agents import expand_trace
+    from kode_nb.debug import expand_trace
 
     if args.var not in shell.user_ns:
         raise UsageError(f"%expand_trace: no variable named {args.var!r} in the notebook")
@@ -90,7 +82,7 @@ def _insert(expansion: Any) -> Any:
     arrives on the kernel's event loop); the output says when they are in, or why not."""
     import asyncio
 
-    from kode_nb.magics.notebook_comm import insert_cells
+    from kode_nb.ui.notebook_comm import insert_cells
 
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in expansion.notes)
     tail = f"<ul>{notes}</ul>" if notes else ""
@@ -112,66 +104,3 @@ def _insert(expansion: Any) -> Any:
     _TASKS.add(task)
     task.add_done_callback(_TASKS.discard)
     return expansion
-
-
-def _trace_json(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    trace = data.get("trace")
-    if not isinstance(trace, Mapping):
-        raise ConfigurationError(
-            f"the request has no trace: expected the trace record's JSON object under 'trace', "
-            f"got {type(trace).__name__}"
-        )
-    schema = trace.get("schema")
-    if not (isinstance(schema, str) and schema.startswith("kode_nb.trace/")):
-        raise ConfigurationError(
-            f"not a kode_nb trace: its schema is {schema!r}, expected kode_nb.trace/v1 or /v2"
-        )
-    return trace
-
-
-def expand_request(data: Mapping[str, Any], registered: set[str]) -> dict[str, Any]:
-    """The ``expand`` op: remember the trace (so cells and forks can name it by id) and expand it;
-    ``{"trace_id", "cells", "notes"}``. A newer trace format is expanded from the fields this
-    version knows, with a note, but not remembered."""
-    from kode_nb.agents import expand_trace, remember_trace
-
-    trace = _trace_json(data)
-    notes: list[str] = []
-    try:
-        trace_id = remember_trace(trace).trace_id
-    except ConfigurationError as exc:
-        if trace.get("schema") in READABLE_SCHEMAS:
-            raise
-        trace_id = str(trace.get("trace_id", ""))
-        notes.append(f"kode_nb.known_trace({trace_id[:8]!r}) will not find it: {exc}")
-    expansion = expand_trace(trace, registered=registered)
-    return {"trace_id": trace_id, "cells": expansion.cells, "notes": expansion.notes + notes}
-
-
-def fork_request(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``fork`` op: remember the trace and return the source of a cell that forks the run at
-    span ``span_id`` (a turn, model call or tool call): ``{"trace_id", "span_id", "source"}``."""
-    from kode_nb.agents import remember_trace
-
-    trace = remember_trace(_trace_json(data))
-    span_id = data.get("span_id")
-    span = next((s for s in trace.spans() if s.span_id == span_id), None)
-    if span is None:
-        raise ConfigurationError(f"the trace has no span {span_id!r} to fork at")
-    if span.kind not in FORKABLE:
-        raise ConfigurationError(
-            f"a run forks at a turn, model call or tool call; {span.name!r} is a {span.kind} span"
-        )
-    agent = trace.root.attributes.get("agent") or trace.root.name
-    about = " ".join(
-        f"Fork of run {agent} (trace {trace.trace_id[:8]}) at {span.name}".splitlines()
-    )
-    source = (
-        f"# {about}: change what should "
-        "differ, then run.\n"
-        "import kode_nb\n\n"
-        f"forked = await kode_nb.fork({json.dumps(trace.trace_id)}, at={json.dumps(span.span_id)}, "
-        "edit=None)\n"
-        "forked"
-    )
-    return {"trace_id": trace.trace_id, "span_id": span.span_id, "source": source}

@@ -75,7 +75,9 @@ def tools_command(session: KodeSession, args: Any) -> None:
         stuck = session.executor.stuck()  # worker threads still running timed-out calls
         from IPython.display import display
 
-        display(T.registry_record(registry, tools, stuck))
+        from kode_nb.ui.records import registry_record
+
+        display(registry_record(registry, tools, stuck))
         return
     if not args.name:
         raise UsageError(f"%tools {args.action} needs a tool name: %tools {args.action} NAME")

@@ -21,7 +21,7 @@ Usage::
 **Never blocking the loop.** In a kernel, connecting runs as a task on the kernel's loop; the
 cell awaits it (at most 30 s, :mod:`kode_nb.magics.awaiting`) and prints the server's tool
 list, so the next cell can use the tools. Serving starts the same
-way; ``%mcp serve`` returns a :class:`~kode_nb.magics.mcp_serving.NotebookServer` (``await``
+way; ``%mcp serve`` returns a :class:`~kode_nb.ui.mcp_serving.NotebookServer` (``await``
 it to wait until it listens; ``.url``, ``.stop()``, ``.approve()``). The Python API is
 ``get_session().mcp.serve(tools=..., port=...)``. In terminal IPython (no running loop) each
 command runs to completion on the session's private loop.

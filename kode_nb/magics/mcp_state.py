@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
-    from kode_nb.magics.mcp_serving import NotebookServer
     from kode_nb.magics.session import KodeSession
     from kode_nb.mcp.config import McpServerConfig
     from kode_nb.mcp.manager import McpManager
+    from kode_nb.ui.mcp_serving import NotebookServer
 
 __all__ = ["NotebookMcp", "plural"]
 
@@ -142,7 +142,7 @@ class NotebookMcp:
             self.awaited = False
             self._spawn(self._connect(config, None), f"kode_nb MCP connect {name}")
             return
-        from kode_nb.magics.mcp_serving import StatusLine
+        from kode_nb.ui.mcp_serving import StatusLine
 
         line = StatusLine(self.session, f"MCP server {name!r} ({config.transport}): connecting…")
         line.show()
@@ -238,7 +238,7 @@ class NotebookMcp:
         if tools is not None and (not tools or not all(p.strip() for p in tools)):
             raise UsageError("%mcp serve: --tools needs one or more tool name patterns")
         port = _free_port(port)
-        from kode_nb.magics.mcp_serving import NotebookServer
+        from kode_nb.ui.mcp_serving import NotebookServer
 
         server = NotebookServer(self.session, port=port, patterns=tools, name=name, auth=auth)
         self.server = server

@@ -8,6 +8,11 @@
 * Engines (:mod:`.engines`): local, Dask (:mod:`.dask_engine`), Ray (:mod:`.ray_engine`).
 * :class:`Target` — what travels to a worker (:mod:`.target`); :class:`RowResult` — what
   comes back (:mod:`.rows`).
+
+May import: ``agents``, ``traces``, ``execution``, ``models``, ``policy``, ``tools``, ``types``,
+``errors``, ``_live``. The live view and the displays of a batch, an inbox and a comparison are
+the notebook layer's (kode_nb/ui/many_view.py, registered in kode_nb/ui/formatters.py); a
+started batch is shown through ``kode_nb._live``.
 """
 
 from __future__ import annotations

@@ -77,12 +77,6 @@ class Comparison:
     def __repr__(self) -> str:
         return f"<Comparison {' vs '.join(self.batches)}>"
 
-    def _ipython_display_(self) -> None:
-        from kode_nb.ui.many_view import show
-
-        for batch in self.batches.values():
-            show(batch)
-
 
 def compare(variants: Mapping[str, Any], inputs: Any, **options: Any) -> Comparison:
     """Run every variant (label -> agent, tool or :func:`variant`) over ``inputs``; options

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kode_nb._live import can_show, show_started
 from kode_nb.errors import ConfigurationError
 from kode_nb.many.cache import DEFAULT_CACHE_DIR, RunCache
 from kode_nb.many.engines import Engine, make_engine
@@ -239,8 +240,8 @@ class ManyRun:
         return results_frame(self, finished_only=finished_only)
 
     def trace(self, index: int) -> Any:
-        """Row ``index``'s :class:`~kode_nb.agents.Trace` (``None`` before it has one)."""
-        from kode_nb.agents.trace import Trace
+        """Row ``index``'s :class:`~kode_nb.traces.Trace` (``None`` before it has one)."""
+        from kode_nb.traces._trace import Trace
 
         result = self.results[index]
         if result is None or result.trace is None:
@@ -282,11 +283,6 @@ class ManyRun:
             f"<ManyRun {self.target.display} {self.status}: {p.done}/{p.total} done, "
             f"{p.failed} failed, {p.cached} cached>"
         )
-
-    def _ipython_display_(self) -> None:
-        from kode_nb.ui.many_view import show
-
-        show(self)
 
 
 def _prepare(
@@ -351,8 +347,14 @@ def run_many(
     the approval inbox to use, or a policy that pre-answers (``fn(request, row)``). ``prices``:
     model name -> (per million input tokens, per million output tokens), for the cost column.
     ``retries``: on Dask and Ray, how many times a row whose worker died is run again.
-    ``show``: display the live view (default: when running in a Jupyter kernel).
+    ``show``: display the live view (default: when running in a Jupyter kernel); the notebook
+    layer draws it (``%load_ext kode_nb``), so ``show=True`` without it is an error.
     """
+    if show and not can_show():
+        raise ConfigurationError(
+            "run_many(show=True): nothing can show a live view here; load the notebook layer "
+            "with %load_ext kode_nb, or leave show unset"
+        )
     batch = _prepare(
         agent_or_tool, inputs, max_concurrency=max_concurrency, engine=engine, prompt=prompt,
         model=model, label=label, cache=cache, inbox=inbox, policy=policy, prices=prices,
@@ -365,12 +367,7 @@ def run_many(
         return batch
     batch.task = loop.create_task(batch._main())
     batch.task.add_done_callback(_consume)
-    if show is None:
-        show = _in_kernel()
-    if show:
-        from kode_nb.ui.many_view import show as show_view
-
-        show_view(batch)
+    show_started(batch, show)
     return batch
 
 
@@ -390,13 +387,3 @@ async def _run_to_end(batch: ManyRun) -> None:
 def _consume(task: asyncio.Task[None]) -> None:
     if not task.cancelled():
         task.exception()
-
-
-def _in_kernel() -> bool:
-    import sys
-
-    if "ipykernel" not in sys.modules:
-        return False
-    from IPython import get_ipython
-
-    return getattr(get_ipython(), "kernel", None) is not None

@@ -251,7 +251,7 @@ class _RelayApprover:
     def _ask(self, msg: dict[str, Any]) -> Any:
         import distributed
 
-        from kode_nb import approve, deny
+        from kode_nb.policy import approve, deny
 
         distributed.Queue(self.channel, client=self.client).put(msg)
         variable = distributed.Variable(msg["reply"], client=self.client)

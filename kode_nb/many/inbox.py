@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kode_nb import ApprovalDecision, ApprovalRequest, approve, deny
+from kode_nb.policy import ApprovalDecision, ApprovalRequest, approve, deny
 
 __all__ = ["Inbox", "Pending", "Rule"]
 
@@ -202,11 +202,6 @@ class Inbox:
                 fn()
             except Exception:  # a broken view must not break the runs
                 continue
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        from kode_nb.ui.many_view import inbox_bundle
-
-        return inbox_bundle(self)
 
     def __repr__(self) -> str:
         c = self.counts

@@ -162,8 +162,8 @@ class _RelayApprover:
         self.relay, self.timeout = relay, timeout
 
     async def __call__(self, request: Any) -> Any:
-        from kode_nb import approve, deny
         from kode_nb.many.runner import CURRENT_ROW
+        from kode_nb.policy import approve, deny
 
         reply = f"req-{secrets.token_hex(6)}"
         await self.relay.ask.remote({

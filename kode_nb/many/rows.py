@@ -44,7 +44,7 @@ class RowResult:
     duration: float | None = None
     """Seconds the run took (on its worker)."""
     trace: Any = None
-    """The run's trace: a :class:`~kode_nb.agents.Trace`, or its ``kode_nb.trace`` dict
+    """The run's trace: a :class:`~kode_nb.traces.Trace`, or its ``kode_nb.trace`` dict
     (after caching or travelling); :meth:`trace_dict` gives the dict either way."""
     attempts: int = 1
     """How many times the row was started (a lost worker makes it retry)."""

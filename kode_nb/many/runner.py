@@ -62,14 +62,15 @@ async def run_row(
 def make_executor(target: Target, approver: Any, max_concurrency: int | None) -> Any:
     """An executor for ``target``'s runs: its tools only, its policy (a subagent's narrowed to
     its allowlist), ``approver``."""
-    from kode_nb import Executor, ToolRegistry
+    from kode_nb.execution import Executor
+    from kode_nb.tools import ToolRegistry
 
     registry = ToolRegistry()
     registry.register_many(target.tools)
     policy = target.policy
     if target.kind == "subagent":
-        from kode_nb import Policy
         from kode_nb.agents import NarrowedPolicy
+        from kode_nb.policy import Policy
 
         policy = NarrowedPolicy(policy or Policy(), target.definition.tools, owner=target.name)
     return Executor(registry, policy=policy, approver=approver, max_concurrency=max_concurrency)
@@ -83,7 +84,7 @@ async def _run_tool(
     limit: int | None,
     shared: Any,
 ) -> RowResult:
-    from kode_nb.agents.trace import Span, Trace
+    from kode_nb.traces._trace import Span, Trace
 
     executor = shared or make_executor(target, approver, limit)
     tool = target.tools[0]

@@ -135,8 +135,8 @@ def as_target(
     """Capture ``obj`` (an Agent, AgentDefinition, subagent tool, Tool, Target or tool name)
     as a :class:`Target`. ``model`` replaces the model (to compare two models); ``version``
     changes the cache key by hand."""
-    from kode_nb import Tool
     from kode_nb.agents import Agent, AgentDefinition
+    from kode_nb.tools import Tool
 
     extra = {"version": version} if version is not None else {}
     if isinstance(obj, Target):
@@ -147,7 +147,7 @@ def as_target(
             out = _replace(out, prompt=prompt)
         return _replace(out, label=label or out.label, extra={**out.extra, **extra})
     if isinstance(obj, str):
-        from kode_nb import default_registry
+        from kode_nb.tools import default_registry
 
         reg = registry if registry is not None else default_registry()
         found = reg.get(obj)
@@ -165,8 +165,8 @@ def as_target(
             policy=policy if policy is not None else obj.executor.policy, label=label, extra=extra,
         )  # fmt: skip
     if isinstance(obj, AgentDefinition):
-        from kode_nb import default_registry
-        from kode_nb.agents.toolset import resolve_tools
+        from kode_nb.agents._toolset import resolve_tools
+        from kode_nb.tools import default_registry
 
         reg = registry if registry is not None else default_registry()
         tools = tuple(resolve_tools(obj.tools, reg, where=f"agent {obj.name!r}"))
@@ -193,7 +193,7 @@ def as_target(
 def fresh_model(model: Any) -> Any:
     """The model one row runs with: a factory is called; a model with state (``reset``, e.g.
     a ScriptedModel) is copied and rewound, so each row plays its script from the start."""
-    from kode_nb.agents.toolset import is_model
+    from kode_nb.agents._toolset import is_model
 
     if model is None:
         return None
@@ -212,7 +212,7 @@ def model_identity(model: Any) -> Any:
     """What identifies a model in a cache key: class, name, and (scripted) its script."""
     if model is None:
         return None
-    from kode_nb.agents.toolset import is_model
+    from kode_nb.agents._toolset import is_model
 
     if not is_model(model) and callable(model):
         return {"factory": _callable_identity(model)}

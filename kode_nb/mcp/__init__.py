@@ -8,6 +8,9 @@
 
 Names load lazily: ``import kode_nb.mcp`` does not import the MCP SDK (``pip install mcp``);
 reading a config file never does.
+
+May import: ``execution``, ``tools``, ``policy``, ``events``, ``types``, ``errors``,
+``_redact``, ``_threads``, ``_version``. Nothing here imports Jupyter.
 """
 
 from __future__ import annotations

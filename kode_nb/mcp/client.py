@@ -51,7 +51,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from kode_nb import __version__
+from kode_nb._version import __version__
 from kode_nb.errors import ConfigurationError, ToolError
 from kode_nb.mcp._convert import from_mcp_result, progress_text
 from kode_nb.mcp._http_limit import is_too_large, limit_json_bodies

@@ -60,8 +60,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from kode_nb import __version__
 from kode_nb._redact import register_secret, unregister_secret
+from kode_nb._version import __version__
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.mcp._announce import AnnouncingServer, ToolListAnnouncer

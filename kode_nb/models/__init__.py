@@ -1,8 +1,13 @@
 """Models: the provider-neutral protocol, offline models for tests and teaching, real providers.
 
-``kode_nb`` itself never imports this package. The HTTP adapters (:class:`OpenAIChatModel`,
+``import kode_nb`` does not import this package. The HTTP adapters (:class:`OpenAIChatModel`,
 :class:`AnthropicModel`) load httpx, so they are imported on first access (or by
 :func:`resolve_model`), keeping ``import kode_nb.models`` light for offline use.
+
+Prices (:data:`prices`, :func:`set_price`, :func:`price_for`) say what a model's tokens cost;
+:func:`estimate_tokens` sizes a request.
+
+May import: ``tools``, ``types``, ``errors``, ``_redact``. Nothing here imports Jupyter.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kode_nb.models._cost import Price, estimate_tokens, price_for, prices, set_price
 from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import (
     AssistantMessage,
@@ -72,6 +78,7 @@ __all__ = [
     "ModelSettings",
     "Notice",
     "OpenAIChatModel",
+    "Price",
     "ReplayDivergedError",
     "ReplayModel",
     "RequestSent",
@@ -91,9 +98,13 @@ __all__ = [
     "UserMessage",
     "call",
     "collect",
+    "estimate_tokens",
     "generate_arguments",
+    "price_for",
+    "prices",
     "raw_call",
     "resolve_model",
+    "set_price",
 ]
 
 

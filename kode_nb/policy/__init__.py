@@ -3,8 +3,8 @@
 Lives here: :class:`Policy` (allow/deny selectors, profiles, per-kind defaults, allowed paths;
 ``_policy``) and the approval protocol with its ready-made approvers (``_approval``).
 
-May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors` and :mod:`kode_nb.tools` (to resolve
-selectors against a registry). Never the execution, events, agents or notebook layers.
+May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors`, :mod:`kode_nb.tools` (to resolve
+selectors against a registry) and ``kode_nb._paths`` (allowed roots). Never the execution, events, agents or notebook layers.
 """
 
 from kode_nb.policy import _approval, _policy

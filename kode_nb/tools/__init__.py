@@ -7,8 +7,8 @@ exporting their schemas for OpenAI, Anthropic, Gemini and MCP (``_formats``,
 ``_schema_dialects``); and the registry that holds them, with its selectors, profiles, per-tool
 stats and entry-point plugins (``_registry``, ``_selectors``, ``_stats``, ``_plugins``).
 
-May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors` and the standard library, pydantic and
-jsonschema (lazily). Never the policy, execution, events, agents or notebook layers. Modules
+May import: :mod:`kode_nb.types`, :mod:`kode_nb.errors`, ``kode_nb._finite`` and the standard
+library, pydantic and jsonschema (lazily). Never the policy, execution, events, agents or notebook layers. Modules
 inside import each other by their private paths, never through this ``__init__``.
 """
 

@@ -6,7 +6,7 @@ The cell that starts a run returns at once (a run may wait for a click; see docs
 ``h.trace`` (live while it runs), answer an approval prompt with ``h.approve()`` /
 ``h.deny(reason)`` exactly as the buttons do (``await h.approval()`` first waits for one to
 appear), and ``h.show_trace()`` for the collapsible trace. A run started with ``--step`` has
-``h.step``, its :class:`~kode_nb.agents.Stepper`: ``await h.step.paused()`` for the pause
+``h.step``, its :class:`~kode_nb.debug.Stepper`: ``await h.step.paused()`` for the pause
 point, then ``h.step.next()``, ``.edit(...)``, ``.give_result(text)``, ``.run_to_end()`` or
 ``.stop(reason)``, exactly as the step buttons do. No widget imports.
 """
@@ -17,7 +17,9 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode_nb.agents import Agent, AgentRunResult, Stepper, Trace
+    from kode_nb.agents import Agent, AgentRunResult
+    from kode_nb.debug import Stepper
+    from kode_nb.traces import Trace
     from kode_nb.ui.trace_html import TraceDisplay
 
 __all__ = ["AgentHandle"]
@@ -46,7 +48,7 @@ class AgentHandle:
         self.exception: BaseException | None = None
         """What the run raised, if it could not even produce a result (a missing API key...)."""
         self.step = step
-        """The run's :class:`~kode_nb.agents.Stepper` when it steps (``--step``), else ``None``."""
+        """The run's :class:`~kode_nb.debug.Stepper` when it steps (``--step``), else ``None``."""
         self._result: AgentRunResult | None = None
         self._shell = shell
         self._shown_in: int | None = getattr(shell, "execution_count", None)

@@ -19,7 +19,7 @@ from kode_nb.ui.trace_html import token_text, usage_total
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
-    from kode_nb.agents.result import AgentRunResult
+    from kode_nb.agents._result import AgentRunResult
 
 __all__ = ["StaticRunView", "answer_html", "first_line", "markdown_html", "run_summary"]
 

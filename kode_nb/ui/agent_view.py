@@ -46,8 +46,8 @@ from kode_nb.ui.trace_html import token_text, trace_html, usage_total
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
-    from kode_nb.agents._step import StepPoint
-    from kode_nb.agents.result import AgentRunResult
+    from kode_nb.agents._result import AgentRunResult
+    from kode_nb.stepping._step import StepPoint
     from kode_nb.ui.approval import ApprovalPrompt
     from kode_nb.ui.step_view import StepPrompt
     from kode_nb.ui.stream import StreamView
@@ -151,7 +151,7 @@ class RunView(W.VBox):  # type: ignore[misc]
         self.result: AgentRunResult | None = None
         self.error: str | None = None
         self.trace: Any = None
-        """The run's :class:`~kode_nb.agents.Trace` (from ``RunStarted``), filled in as it runs."""
+        """The run's :class:`~kode_nb.traces.Trace` (from ``RunStarted``), filled in as it runs."""
         self.display_handle: DisplayHandle | None = None
         self.rows: dict[str, ToolRow] = {}
         """This run's tool calls, by call id."""

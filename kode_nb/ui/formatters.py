@@ -1,19 +1,42 @@
-"""The IPython display formatters for kode_nb's core objects (``text/html`` and ``text/plain``).
+"""Every rich display of kode_nb's core objects, in one place.
 
-The core never imports display code; ``%load_ext kode_nb`` registers these functions *by type
-name* (:data:`FORMATTED_TYPES`), so neither the types nor this module are imported until an
-object is first displayed.
+The core never imports display code and its objects carry no HTML. ``%load_ext kode_nb``
+(kode_nb/_extension.py) registers the renderers below with IPython's display formatters *by
+type name* (:data:`FORMATTED_TYPES`), so neither the core types nor the renderers are imported
+until an object is first displayed; ``%unload_ext`` removes them. A renderer key may have
+
+* :data:`HTML` / :data:`TEXT` — ``text/html`` and ``text/plain`` (tools, results, policies,
+  events...);
+* :data:`BUNDLE` — a whole MIME bundle: a record's JSON (``application/vnd.kode-nb.*+json``,
+  drawn by the JupyterLab extension) with its sanitizer-safe HTML and text (runs, traces,
+  divergences, an approval inbox);
+* :data:`LIVE` — a live view the object displays itself as (a running batch of many runs).
+
+:func:`show_started` is what the core calls (through :mod:`kode_nb._live`) to show work it
+started and returned at once (``kode_nb.run_many``'s batch).
+
+The notebook layer's own display objects (widgets, :class:`~kode_nb.ui.records.Record`,
+handles) carry their bundles themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kode_nb.ui import html as H
 from kode_nb.ui import tool_html as T
 
-__all__ = ["FORMATTED_TYPES", "HTML", "TEXT"]
+__all__ = [
+    "BUNDLE",
+    "FORMATTED_TYPES",
+    "HTML",
+    "LIVE",
+    "STARTED",
+    "TEXT",
+    "renderer_tables",
+    "show_started",
+]
 
 _EVENTS = (
     "ApprovalRequested", "ApprovalResolved", "CallCancelled", "CallCompleted", "CallFailed",
@@ -28,6 +51,12 @@ FORMATTED_TYPES: tuple[tuple[str, str, str], ...] = (
     ("kode_nb.policy._policy", "Policy", "policy"),
     ("kode_nb.policy._approval", "ApprovalRequest", "approval"),
     *(("kode_nb.events._events", name, "event") for name in _EVENTS),
+    ("kode_nb.agents._result", "AgentRunResult", "run"),
+    ("kode_nb.traces._trace", "Trace", "trace"),
+    ("kode_nb.debug._diverge", "Divergence", "divergence"),
+    ("kode_nb.many.inbox", "Inbox", "inbox"),
+    ("kode_nb.many.core", "ManyRun", "many"),
+    ("kode_nb.many.compare", "Comparison", "comparison"),
 )
 """``(module, class name, renderer key)`` of every type given a rich display."""
 
@@ -52,3 +81,94 @@ TEXT: dict[str, Callable[[Any], str]] = {
     "event": H.event_text,
 }
 """Renderer key -> ``obj -> text``."""
+
+
+def _run_bundle(result: Any) -> dict[str, Any]:
+    from kode_nb.ui.records import run_record
+
+    model = result.trace.root.attributes.get("model")
+    return run_record(agent=result.agent, model=model, result=result).bundle()
+
+
+def _trace_bundle(trace: Any) -> dict[str, Any]:
+    from kode_nb.ui.trace_html import trace_bundle
+
+    return trace_bundle(trace)
+
+
+def _divergence_bundle(divergence: Any) -> dict[str, Any]:
+    from kode_nb.ui.diverge_view import divergence_bundle
+
+    return divergence_bundle(divergence)
+
+
+def _inbox_bundle(inbox: Any) -> dict[str, Any]:
+    from kode_nb.ui.many_view import inbox_bundle
+
+    return inbox_bundle(inbox)
+
+
+BUNDLE: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "run": _run_bundle,
+    "trace": _trace_bundle,
+    "divergence": _divergence_bundle,
+    "inbox": _inbox_bundle,
+}
+"""Renderer key -> ``obj -> MIME bundle``."""
+
+
+def _show_batch(batch: Any) -> None:
+    from kode_nb.ui.many_view import show
+
+    show(batch)
+
+
+def _show_comparison(comparison: Any) -> None:
+    for batch in comparison.batches.values():
+        _show_batch(batch)
+
+
+LIVE: dict[str, Callable[[Any], None]] = {
+    "many": _show_batch,
+    "comparison": _show_comparison,
+}
+"""Renderer key -> ``obj -> None``: displays ``obj`` itself (a live view)."""
+
+
+def renderer_tables(key: str) -> tuple[str, ...]:
+    """The tables (``HTML``, ``TEXT``, ``BUNDLE``, ``LIVE``) that have a renderer for ``key``."""
+    tables: dict[str, Mapping[str, object]] = {
+        "HTML": HTML,
+        "TEXT": TEXT,
+        "BUNDLE": BUNDLE,
+        "LIVE": LIVE,
+    }
+    return tuple(name for name, table in tables.items() if key in table)
+
+
+def _in_kernel() -> bool:
+    import sys
+
+    if "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+STARTED: dict[str, Callable[[Any], None]] = {
+    "many": _show_batch,
+}
+"""Renderer key -> ``obj -> None``: shows work the core has just started (:func:`show_started`);
+:data:`LIVE` is for the same object displayed again later, as a cell's value."""
+
+
+def show_started(obj: Any, wanted: bool | None) -> bool:
+    """Show work the core started (:mod:`kode_nb._live`): ``wanted`` True always, None only in
+    a kernel; whether it was shown (an object with nothing in :data:`STARTED` is not)."""
+    kind = (type(obj).__module__, type(obj).__name__)
+    key = next((k for m, n, k in FORMATTED_TYPES if k in STARTED and (m, n) == kind), None)
+    if key is None or (wanted is None and not _in_kernel()):
+        return False
+    STARTED[key](obj)
+    return True

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.agents._cost import format_cost
+from kode_nb.models._cost import format_cost
 
 __all__ = [
     "MAX_SPANS",
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 fmt_cost = format_cost
-"""``$0.0021``; ``cost unknown`` for ``None`` (kode_nb/agents/_cost.py ``format_cost``)."""
+"""``$0.0021``; ``cost unknown`` for ``None`` (kode_nb/models/_cost.py ``format_cost``)."""
 
 MAX_SPANS = 40
 """Spans of a trace drawn in its HTML; the others are summarized as "N more"."""

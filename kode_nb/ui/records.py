@@ -19,15 +19,18 @@ kernel, and read by nbconvert.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kode_nb._redact import redact
 from kode_nb.ui import record_html as RH
+from kode_nb.ui.html import fmt_duration
 
 if TYPE_CHECKING:
-    from kode_nb.agents import AgentRunResult, Divergence, Trace
-    from kode_nb.tools import Tool
+    from kode_nb.agents import AgentRunResult
+    from kode_nb.debug import Divergence
+    from kode_nb.tools import Tool, ToolRegistry
+    from kode_nb.traces import Trace
     from kode_nb.types import ToolResult
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "divergence_record",
     "finished_call_record",
     "live_marker",
+    "registry_record",
     "run_record",
     "table_record",
     "trace_record",
@@ -295,7 +299,9 @@ def trace_record(trace: Trace) -> Record:
 def divergence_record(divergence: Divergence) -> Record:
     """The record of :func:`kode_nb.diverge`'s answer (``kode_nb.divergence/v1``): where two
     runs first differ, both side by side; the HTML and text are the divergence's own."""
-    bundle = divergence._repr_mimebundle_()
+    from kode_nb.ui.diverge_view import divergence_bundle
+
+    bundle = divergence_bundle(divergence)
     data = _jsonable(bundle[f"{MIME_PREFIX}divergence+json"])
     return Record("divergence", data, bundle["text/html"], bundle["text/plain"])
 
@@ -363,3 +369,39 @@ def table_record(
     }
     data = redact(data)
     return Record("table", data, RH.table_html(data), RH.table_text(data))
+
+
+def registry_record(
+    registry: ToolRegistry,
+    tools: Iterable[Tool] | None = None,
+    stuck: Mapping[str, int] | None = None,
+) -> Record:
+    """The ``%tools`` table as a static record: calls, failures, denials (apart), mean, p95;
+    ``stuck`` (``Executor.stuck()``) adds a "threads" column when any thread is stuck."""
+    stuck = stuck or None
+    rows = []
+    for t in registry.list() if tools is None else tools:
+        s = registry.stats(t.name)
+        ran = s.calls - s.denials
+        rows.append(
+            {
+                "name": t.name, "kind": t.kind.value, "category": t.category.value,
+                "groups": ", ".join(t.groups), "calls": s.calls, "failures": s.failures,
+                "denials": s.denials, "mean": fmt_duration(s.mean) if ran else None,
+                "p95": fmt_duration(s.p95) if ran else None,
+            }
+        )  # fmt: skip
+        if stuck is not None:
+            n = stuck.get(t.name, 0)
+            rows[-1]["threads"] = f"{n} stuck" if n else ""
+    title = f"{len(rows)} tool{'s' if len(rows) != 1 else ''}"
+    if registry.name:
+        title = f"registry {registry.name}: {title}"
+    columns = [
+        ("name", "name"), ("kind", "kind"), ("category", "category"), ("groups", "groups"),
+        ("calls", "calls", "right"), ("failures", "failures", "right"),
+        ("denials", "denials", "right"), ("mean", "mean", "right"), ("p95", "p95", "right"),
+    ]  # fmt: skip
+    if stuck is not None:
+        columns.append(("threads", "threads"))
+    return table_record(title, columns, rows, empty="No tools.")

@@ -1,4 +1,4 @@
-"""The buttons of a pause point when stepping through a run (:mod:`kode_nb.agents._step`).
+"""The buttons of a pause point when stepping through a run (:mod:`kode_nb.stepping._step`).
 
 A :class:`StepPrompt` shows what is about to happen — for a model request the exact request
 (system prompt, every message, the tool schemas: the model_call span's ``request`` body), for a
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as W  # type: ignore[import-untyped]
 
 from kode_nb._redact import redact_text
-from kode_nb.agents._step import StepEditError, message_text
+from kode_nb.stepping._step import StepEditError, message_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, pretty_json
 
 if TYPE_CHECKING:
-    from kode_nb.agents._step import StepPoint
+    from kode_nb.stepping._step import StepPoint
 
 __all__ = ["StepPrompt", "decided_label", "step_html", "step_text"]
 

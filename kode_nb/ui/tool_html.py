@@ -12,7 +12,6 @@ from kode_nb.ui.html import BOX, PRE, TD, esc, fmt_duration, kind_badge, pretty_
 if TYPE_CHECKING:
     from kode_nb.tools._model import Tool
     from kode_nb.tools._registry import ToolRegistry
-    from kode_nb.ui.records import Record
 
 __all__ = [
     "FORMATS",
@@ -22,7 +21,6 @@ __all__ = [
     "params_table_html",
     "params_table_text",
     "registry_html",
-    "registry_record",
     "registry_text",
     "schema_block_html",
     "schema_type",
@@ -224,44 +222,6 @@ def tool_rows(
 
 
 _REGISTRY_HEADER = ("name", "kind", "category", "groups", "calls", "failures", "mean")
-
-
-def registry_record(
-    registry: ToolRegistry,
-    tools: Iterable[Tool] | None = None,
-    stuck: Mapping[str, int] | None = None,
-) -> Record:
-    """The ``%tools`` table as a static record: calls, failures, denials (apart), mean, p95;
-    ``stuck`` (``Executor.stuck()``) adds a "threads" column when any thread is stuck."""
-    stuck = stuck or None
-    from kode_nb.ui.records import table_record
-
-    rows = []
-    for t in registry.list() if tools is None else tools:
-        s = registry.stats(t.name)
-        ran = s.calls - s.denials
-        rows.append(
-            {
-                "name": t.name, "kind": t.kind.value, "category": t.category.value,
-                "groups": ", ".join(t.groups), "calls": s.calls, "failures": s.failures,
-                "denials": s.denials, "mean": fmt_duration(s.mean) if ran else None,
-                "p95": fmt_duration(s.p95) if ran else None,
-            }
-        )  # fmt: skip
-        if stuck is not None:
-            n = stuck.get(t.name, 0)
-            rows[-1]["threads"] = f"{n} stuck" if n else ""
-    title = f"{len(rows)} tool{'s' if len(rows) != 1 else ''}"
-    if registry.name:
-        title = f"registry {registry.name}: {title}"
-    columns = [
-        ("name", "name"), ("kind", "kind"), ("category", "category"), ("groups", "groups"),
-        ("calls", "calls", "right"), ("failures", "failures", "right"),
-        ("denials", "denials", "right"), ("mean", "mean", "right"), ("p95", "p95", "right"),
-    ]  # fmt: skip
-    if stuck is not None:
-        columns.append(("threads", "threads"))
-    return table_record(title, columns, rows, empty="No tools.")
 
 
 def _header(stuck: Mapping[str, int] | None) -> tuple[str, ...]:

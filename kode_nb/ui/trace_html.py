@@ -1,4 +1,4 @@
-"""A run's :class:`~kode_nb.agents.Trace` as collapsible HTML (``<details>``) and as a text tree.
+"""A run's :class:`~kode_nb.traces.Trace` as collapsible HTML (``<details>``) and as a text tree.
 
 Every span is one ``<details>``: its summary line holds the kind, the name, the status, the
 duration and the tokens; opening it shows what the span recorded (the prompt and the answer of
@@ -17,9 +17,17 @@ from typing import TYPE_CHECKING, Any
 from kode_nb.ui.html import BOX, PRE, clip, esc, fmt_duration, status_badge
 
 if TYPE_CHECKING:
-    from kode_nb.agents.trace import Span, Trace
+    from kode_nb.traces._trace import Span, Trace
 
-__all__ = ["TraceDisplay", "span_tokens", "token_text", "trace_html", "trace_text", "usage_total"]
+__all__ = [
+    "TraceDisplay",
+    "span_tokens",
+    "token_text",
+    "trace_bundle",
+    "trace_html",
+    "trace_text",
+    "usage_total",
+]
 
 _ICONS = {"run": "agent", "turn": "", "model_call": "model", "tool_call": "tool"}
 _MUTED = "color:var(--jp-ui-font-color2,#666)"
@@ -201,6 +209,16 @@ def trace_text(trace: Trace) -> str:
     return "\n".join(lines)
 
 
+def trace_bundle(trace: Trace) -> dict[str, Any]:
+    """The trace's static record (``application/vnd.kode-nb.trace+json``), whose HTML fallback
+    survives sanitizers, with the full text tree as ``text/plain``."""
+    from kode_nb.ui.records import trace_record
+
+    bundle = trace_record(trace).bundle()
+    bundle["text/plain"] = trace_text(trace)
+    return bundle
+
+
 class TraceDisplay:
     """Displays a trace: collapsible HTML, and the text tree for plain front ends."""
 
@@ -211,13 +229,7 @@ class TraceDisplay:
         """How many levels start open."""
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        """The trace's static record (``application/vnd.kode-nb.trace+json``), whose HTML
-        fallback survives sanitizers, with the full text tree as ``text/plain``."""
-        from kode_nb.ui.records import trace_record
-
-        bundle = trace_record(self.trace).bundle()
-        bundle["text/plain"] = trace_text(self.trace)
-        return bundle
+        return trace_bundle(self.trace)
 
     def __repr__(self) -> str:
         return trace_text(self.trace)

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { branchTotals, readDivergence, tokensText, turnLines } from '../src/core/divergence';
 import { RecordError } from '../src/core/trace';
 
-// Written by kode_nb.diverge(run, run.fork(...)) (kode_nb/agents/_diverge.py).
+// Written by kode_nb.diverge(run, kode_nb.fork(run, ...)) (kode_nb/debug/_diverge.py).
 const SAMPLE = JSON.parse(
   readFileSync(join(__dirname, '..', '..', 'test', 'fixtures', 'sample-divergence.json'), 'utf8')
 );

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from kode_nb import Executor, ToolRegistry, define_tool
-from kode_nb.agents import REDACTED, SCHEMA, Agent, Span, Trace
+from kode_nb._redact import REDACTED
+from kode_nb.agents import Agent
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import call
+from kode_nb.traces import SCHEMA, Span, Trace
 
 pytestmark = pytest.mark.anyio
 

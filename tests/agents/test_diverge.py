@@ -13,9 +13,11 @@ from fork_helpers import Adder
 
 import kode_nb
 from kode_nb import ConfigurationError, ToolRegistry, define_tool
-from kode_nb.agents import Agent, Divergence, prices
-from kode_nb.models import ScriptedModel
+from kode_nb.agents import Agent
+from kode_nb.debug import Divergence
+from kode_nb.models import ScriptedModel, prices
 from kode_nb.models.scripted import call
+from kode_nb.ui.diverge_view import divergence_bundle
 from kode_nb.ui.records import divergence_record
 
 pytestmark = pytest.mark.anyio
@@ -95,16 +97,16 @@ async def test_a_fork_with_another_tool_result_diverges_at_that_turn() -> None:
 
 async def test_the_first_difference_by_kind() -> None:
     run, _ = await run_and_model()
-    message = kode_nb.diverge(run, await run.fork(at=1, edit="2 3 5"))
+    message = kode_nb.diverge(run, await kode_nb.fork(run, at=1, edit="2 3 5"))
     assert (message.turn, message.what) == (1, "message")
-    answer = kode_nb.diverge(run, await run.fork(at=3, system_prompt="!short"))
+    answer = kode_nb.diverge(run, await kode_nb.fork(run, at=3, system_prompt="!short"))
     assert (answer.turn, answer.what) == (3, "answer")
     assert answer.system_prompt_differs
-    swapped = kode_nb.diverge(run, await run.fork(at=2, model=Adder("other")))
+    swapped = kode_nb.diverge(run, await kode_nb.fork(run, at=2, model=Adder("other")))
     assert (swapped.turn, swapped.what) == (2, "model")
-    later = kode_nb.diverge(run, await run.fork(at=2, edit="2 3 9"))
+    later = kode_nb.diverge(run, await kode_nb.fork(run, at=2, edit="2 3 9"))
     assert later.what == "message"  # the prompt changed, so turn 1 already differs
-    same = kode_nb.diverge(run, await run.fork(at=2))
+    same = kode_nb.diverge(run, await kode_nb.fork(run, at=2))
     assert same.same
     assert same.turn is None
     assert "do not differ" in repr(same)
@@ -127,12 +129,11 @@ async def test_the_first_difference_by_kind() -> None:
 
 async def test_the_static_view_is_a_sanitizer_safe_side_by_side_table() -> None:
     run, _ = await run_and_model()  # no price for "adder": every cost is unknown
-    forked = await run.fork(at=2, model=Adder("other", label="<b>B</b>: "))
+    forked = await kode_nb.fork(run, at=2, model=Adder("other", label="<b>B</b>: "))
     d = kode_nb.diverge(run.trace.trace_id, forked.trace.to_json())
-    bundle = d._repr_mimebundle_()
+    bundle = divergence_bundle(d)
     assert set(bundle) == {"application/vnd.kode-nb.divergence+json", "text/html", "text/plain"}
     html = bundle["text/html"]
-    assert html == d._repr_html_()
     parsed = Cells()
     parsed.feed(html)
     assert "style" not in parsed.attributes

@@ -54,7 +54,7 @@ async def test_fork_at_a_turn_replays_the_turns_before_it_without_requests(
     run = await original(model)
     assert len(model.requests) == 3
     assert adds == [(2, 3), (5, 4)]
-    forked = await run.fork(at=2)
+    forked = await kode_nb.fork(run, at=2)
     assert len(model.requests) == 3 + 2  # turns 2 and 3 asked the model; turn 1 did not
     assert adds == [(2, 3), (5, 4), (5, 4)]  # turn 1's tool call was not run again
     assert forked.output == "It is 9."

@@ -1,14 +1,15 @@
-"""The traces a process knows by id (kode_nb/agents/_known.py): finished runs are kept, a
+"""The traces a process knows by id (kode_nb/traces/_known.py): finished runs are kept, a
 front end's JSON can be handed over, ids and unique prefixes resolve, the table is bounded."""
 
 from __future__ import annotations
 
 import pytest
 
-from kode_nb.agents import Agent, _known, known_trace, remember_trace
-from kode_nb.agents._replay import load_trace
+from kode_nb.agents import Agent
+from kode_nb.debug._replay import load_trace
 from kode_nb.errors import ConfigurationError
 from kode_nb.models import ScriptedModel
+from kode_nb.traces import _known, known_trace, remember_trace
 
 pytestmark = pytest.mark.anyio
 

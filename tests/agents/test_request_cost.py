@@ -11,17 +11,17 @@ import httpx
 import pytest
 
 from kode_nb import ConfigurationError, ToolRegistry, define_tool, register_secret
-from kode_nb.agents import (
-    Agent,
-    AgentDefinition,
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
+from kode_nb.models import (
+    AnthropicModel,
+    OpenAIChatModel,
     Price,
+    ScriptedModel,
     estimate_tokens,
     price_for,
     prices,
-    register_subagent,
     set_price,
 )
-from kode_nb.models import AnthropicModel, OpenAIChatModel, ScriptedModel
 from kode_nb.models.scripted import call
 from kode_nb.ui.records import run_record
 from tests.models._mock import MockServer, sse

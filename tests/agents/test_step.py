@@ -1,4 +1,4 @@
-"""Stepping through a run (kode_nb/agents/_step.py): pause order, edits (re-validated), results
+"""Stepping through a run (kode_nb/stepping/_step.py): pause order, edits (re-validated), results
 given by hand, run to end, stop, nested subagent runs, the trace, and cancellation while paused."""
 
 from __future__ import annotations
@@ -9,14 +9,8 @@ from typing import Any
 import pytest
 
 from kode_nb import ToolRegistry, ToolResult, define_tool
-from kode_nb.agents import (
-    Agent,
-    AgentDefinition,
-    StepEditError,
-    Stepper,
-    StepPoint,
-    register_subagent,
-)
+from kode_nb.agents import Agent, AgentDefinition, register_subagent
+from kode_nb.debug import StepEditError, Stepper, StepPoint
 from kode_nb.errors import ConfigurationError
 from kode_nb.models import ScriptedModel, ToolResultMessage, UserMessage
 from kode_nb.models.scripted import call

@@ -29,7 +29,7 @@ from kode_nb import (
 from kode_nb.agents import Agent, AgentDefinition, register_subagent, subagent_tool
 from kode_nb.models import Message, ModelRequest, ScriptedModel, ToolResultMessage, UserMessage
 from kode_nb.models.scripted import call
-from kode_nb.policy._approval import ApprovalRequest
+from kode_nb.policy import ApprovalRequest
 from kode_nb.tools._raw_schema import input_config_schema
 
 pytestmark = pytest.mark.anyio

@@ -53,7 +53,7 @@ DIVERGE_CELLS = [
     "kode_nb.set_price(model.name, input=0.40, output=1.60)",
     "%%ask --model $model --tools lookup --out first\nHow did the north region do?",
     'result = await first\ncall = result.trace.root.find(kind="tool_call")[0]\n'
-    'worse = await result.fork(at=call.span_id, edit={"result": "north: $0.40M, -78%"})\n'
+    'worse = await kode_nb.fork(result, at=call.span_id, edit={"result": "north: $0.40M, -78%"})\n'
     "print(worse.output)",
     'kode_nb.diverge(result, worse, labels=("original", "fork"))',
 ]

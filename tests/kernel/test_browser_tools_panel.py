@@ -46,7 +46,7 @@ CELLS = [
     "h = %tool add a=1 b=2",
     "from kode_nb.builtins import register_builtins\n_ = register_builtins(groups='notebook')",
     "c = %tool list_cells limit=3",
-    "import asyncio\nfrom kode_nb.magics.notebook_comm import insert_cells\n"
+    "import asyncio\nfrom kode_nb.ui.notebook_comm import insert_cells\n"
     "async def later():\n"
     "    await asyncio.sleep(1)\n"
     "    return await insert_cells([{'cell_type': 'markdown', 'metadata': {},"

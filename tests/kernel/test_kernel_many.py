@@ -8,6 +8,7 @@ from pathlib import Path
 from .harness import Kernel
 
 SETUP = '''
+%load_ext kode_nb
 import kode_nb
 from kode_nb import Agent, Executor, ToolRegistry
 from kode_nb import define_tool

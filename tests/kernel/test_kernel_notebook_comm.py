@@ -282,7 +282,7 @@ def test_insert_cells_goes_to_the_front_end_and_returns_its_answer(
     start = len(kernel.log)
     kernel.ok(
         "import asyncio\n"
-        "from kode_nb.magics.notebook_comm import insert_cells\n"
+        "from kode_nb.ui.notebook_comm import insert_cells\n"
         "cell = {'cell_type': 'code', 'source': 'print(1)', 'metadata': {}, 'outputs': [],"
         " 'execution_count': None}\n"
         "t = asyncio.ensure_future(insert_cells([cell], below_cell_id='c3'))"

@@ -173,7 +173,7 @@ def write_fixtures(folder: str) -> None:
     import json
     from pathlib import Path
 
-    from kode_nb.agents.trace import Trace
+    from kode_nb.traces import Trace
 
     data = sample_trace()
     out = Path(folder)

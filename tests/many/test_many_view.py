@@ -54,7 +54,7 @@ def test_the_inbox_displays_what_waits() -> None:
         h = run_many(square_agent(kind="edit"), [{"n": 5}, {"n": 6}], prompt="square {n}",
                      cache=False, inbox=inbox, show=False)  # fmt: skip
         await h.until_stalled(timeout=10)
-        bundle = inbox._repr_mimebundle_()
+        bundle = inbox_bundle(inbox)
         inbox.approve_matching("square")
         await h
         return bundle

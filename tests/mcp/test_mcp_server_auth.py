@@ -19,7 +19,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from kode_nb import ToolRegistry, define_tool
-from kode_nb.agents import REDACTED, redact_text
+from kode_nb._redact import REDACTED, redact_text
 from kode_nb.mcp import McpConnectionError, McpServerHandle, connect, serve
 
 pytestmark = pytest.mark.anyio

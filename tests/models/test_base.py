@@ -40,7 +40,7 @@ from kode_nb.models import (
 from kode_nb.models._http import error_message, iter_sse, redact, retry_after
 from kode_nb.models.base import ModelEvent
 from kode_nb.models.openai_compat import OpenAIChatModel
-from kode_nb.tools._registry import ToolRegistry
+from kode_nb.tools import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

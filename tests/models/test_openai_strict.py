@@ -23,7 +23,7 @@ from kode_nb.models import (
     collect,
     resolve_model,
 )
-from kode_nb.tools._model import Tool
+from kode_nb.tools import Tool
 from kode_nb.tools._schema_dialects import openai_strict_schema
 
 from ._mock import MockServer, sse

@@ -25,7 +25,7 @@ from kode_nb.models import (
     raw_call,
 )
 from kode_nb.models.base import Model, ModelEvent
-from kode_nb.tools._registry import ToolRegistry
+from kode_nb.tools import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

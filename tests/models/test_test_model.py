@@ -26,9 +26,8 @@ from kode_nb.models import (
     generate_arguments,
 )
 from kode_nb.models._generate import SchemaGenerationError, generate_value
-from kode_nb.tools._model import Tool
+from kode_nb.tools import Tool, ToolRegistry
 from kode_nb.tools._raw_schema import schema_validator
-from kode_nb.tools._registry import ToolRegistry
 from kode_nb.types import TextBlock
 
 pytestmark = pytest.mark.anyio
@@ -293,8 +292,8 @@ def test_bad_options() -> None:
 async def test_a_loop_through_the_executor_runs_every_generated_call(
     registry: ToolRegistry,
 ) -> None:
-    from kode_nb.execution._executor import Executor, ToolCall
-    from kode_nb.policy._policy import Policy
+    from kode_nb.execution import Executor, ToolCall
+    from kode_nb.policy import Policy
 
     tools = _tools(registry)
     specs = tuple(ToolSpec.from_tool(t) for t in tools)

@@ -1,6 +1,6 @@
 /**
  * OpenTelemetry export of a kode_nb trace, mirroring Trace.to_otel / Trace.to_otlp in
- * kode_nb/agents/trace.py: GenAI semantic-convention spans (`invoke_agent <agent>`,
+ * kode_nb/traces/_trace.py: GenAI semantic-convention spans (`invoke_agent <agent>`,
  * `chat <model>`, `execute_tool <tool>`), turn spans folded into `kode_nb.turn`, wrapped as
  * OTLP/JSON (resourceSpans → scopeSpans → spans).
  */

@@ -10,7 +10,7 @@
  * (`application/vnd.kode-nb.live+json`, `{"schema": "kode_nb.live/v1", "kind": ...}`, from
  * kode_nb/ui/records.py `live_marker`); a bundle saved before the marker existed, by its
  * `text/plain` snapshot, which each view writes in a fixed form (kode_nb/ui/agent_static.py `run_summary`, kode_nb/ui/html.py `call_text`
- * and `approval_text`, kode_nb/ui/many_view.py `_live_text`, kode_nb/magics/mcp_serving.py);
+ * and `approval_text`, kode_nb/ui/many_view.py `_live_text`, kode_nb/ui/mcp_serving.py);
  * other widgets' outputs are never touched.
  */
 

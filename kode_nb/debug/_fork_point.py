@@ -1,5 +1,5 @@
 """Where a fork leaves its parent run (:class:`ForkPoint`, from ``at=``) and what it changes
-(the ``edit=`` shapes); the rules are in kode_nb/agents/_fork.py's docstring."""
+(the ``edit=`` shapes); the rules are in kode_nb/debug/_fork.py's docstring."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kode_nb.agents.trace import Span, Trace
 from kode_nb.errors import ConfigurationError
+from kode_nb.traces._trace import Span, Trace
 
 __all__ = ["Edit", "ForkPoint", "fork_edit", "fork_point", "turn_spans"]
 

@@ -23,7 +23,7 @@ saying why. Developer mistakes (an unknown tool name, a missing API key) raise
 interrupt) cancels the run's tool calls and re-raises ``CancelledError``, as asyncio code must;
 the result is still built: it is :attr:`Agent.last_result`, and in the ``RunFinished`` event.
 
-**Events.** See :mod:`kode_nb.agents.events`: ``on_event`` callbacks on the agent and on each run.
+**Events.** See :mod:`kode_nb.agents._events`: ``on_event`` callbacks on the agent and on each run.
 """
 
 from __future__ import annotations
@@ -39,27 +39,23 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kode_nb.agents import output as out
+from kode_nb.agents import _output as out
 from kode_nb.agents._answers import answer_warning, reask_prompt
-from kode_nb.agents._cost import rollup
-from kode_nb.agents._known import remember_trace
-from kode_nb.agents._model import model_turn, time_up
-from kode_nb.agents._run import CURRENT_RUN, RunState
-from kode_nb.agents._step import Stepper
-from kode_nb.agents._step_loop import StartedRun
-from kode_nb.agents._tools import run_tool_calls, unique_call_ids
-from kode_nb.agents.events import (
+from kode_nb.agents._events import (
     EventCallback,
     EventSink,
     RunFinished,
     RunStarted,
     TurnStarted,
 )
-from kode_nb.agents.result import AgentRunResult, RunStatus, RunUsage
-from kode_nb.agents.toolset import derive_executor, resolve_model, resolve_tools
-from kode_nb.agents.trace import Span, Trace
+from kode_nb.agents._model import model_turn, time_up
+from kode_nb.agents._result import AgentRunResult, RunStatus, RunUsage
+from kode_nb.agents._run import CURRENT_RUN, RunState
+from kode_nb.agents._tools import run_tool_calls, unique_call_ids
+from kode_nb.agents._toolset import derive_executor, resolve_model, resolve_tools
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
+from kode_nb.models._cost import rollup
 from kode_nb.models.base import (
     TOOL_CHOICES,
     AssistantMessage,
@@ -71,6 +67,10 @@ from kode_nb.models.base import (
     UserMessage,
     check_tool_choice,
 )
+from kode_nb.stepping._step import Stepper
+from kode_nb.stepping._step_loop import StartedRun
+from kode_nb.traces._known import remember_trace
+from kode_nb.traces._trace import Span, Trace
 
 __all__ = ["MAX_RESULT_CHARS", "Agent", "AgentRunResult", "RunStatus", "RunUsage"]
 
@@ -182,7 +182,7 @@ class Agent:
         if on_event is not None and not callable(on_event):
             raise ConfigurationError(f"{where}: on_event must be callable, got {on_event!r}")
         self.on_event = on_event
-        """Called with every event of every run (see :mod:`kode_nb.agents.events`)."""
+        """Called with every event of every run (see :mod:`kode_nb.agents._events`)."""
         self.tools: tuple[str, ...] = (
             () if tools is None else (tools,) if isinstance(tools, str) else tuple(tools)
         )
@@ -284,8 +284,8 @@ class Agent:
         ``deps`` reaches the tools as ``ToolContext.deps`` (the run then uses an executor
         derived from the agent's, with the same registry, policy, approver and bus).
         ``on_event`` gets this run's events, after the agent's own callback.
-        ``step``: a :class:`~kode_nb.agents.Stepper` that pauses the run before each model
-        request and tool call (:mod:`kode_nb.agents._step`); ``True``, ``"all"`` or ``"top"``
+        ``step``: a :class:`~kode_nb.debug.Stepper` that pauses the run before each model
+        request and tool call (:mod:`kode_nb.stepping._step`); ``True``, ``"all"`` or ``"top"``
         make one (drive it from its ``on_pause``, or use :meth:`start`, which returns it).
         """
         return await self._execute(
@@ -298,7 +298,7 @@ class Agent:
         self, prompt: str, *, step: Stepper | bool | str | None = None, **options: Any
     ) -> StartedRun:
         """:meth:`run` as a task on the running loop, returned at once as a
-        :class:`~kode_nb.agents.StartedRun`: ``await run.paused()`` for the next pause point
+        :class:`~kode_nb.debug.StartedRun`: ``await run.paused()`` for the next pause point
         when stepping (``step=True``: every run pauses, subagents' too; ``"top"``: only this
         one), ``await run`` for the result. ``options`` are :meth:`run`'s."""
         stepper = Stepper.of(step, f"Agent '{self.name}'")

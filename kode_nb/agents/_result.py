@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from kode_nb.agents.trace import Trace
 from kode_nb.models.base import Message, UsageInfo, add_tokens
+from kode_nb.traces._trace import Trace
 
 __all__ = ["AgentRunResult", "RunStatus", "RunUsage"]
 
@@ -88,7 +87,7 @@ class AgentRunResult:
     cost: float | None = None
     """US dollars of this run's model calls and every nested subagent's (the run span's
     ``cost``); ``None`` when a model's price or a token count is unknown (see
-    :func:`kode_nb.agents.set_price`)."""
+    :func:`kode_nb.models.set_price`)."""
 
     @property
     def ok(self) -> bool:
@@ -108,16 +107,6 @@ class AgentRunResult:
                     requests=1, tool_calls=len(calls),
                 )  # fmt: skip
         return total
-
-    async def fork(
-        self, *, at: int | str, edit: str | Mapping[str, Any] | None = None, **options: Any
-    ) -> AgentRunResult:
-        """Continue this run from ``at`` (a turn number or a span id) with ``edit`` applied:
-        :func:`kode_nb.fork` (``model=``, ``system_prompt=``, ``executor=``, ``output_model=``
-        as there)."""
-        from kode_nb.agents._fork import fork
-
-        return await fork(self, at=at, edit=edit, **options)
 
     def new_messages(self) -> tuple[Message, ...]:
         """The messages of this run (what to pass on as the next run's history, appended)."""

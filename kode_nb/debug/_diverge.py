@@ -17,11 +17,12 @@ reported with ``turn=None``; :attr:`Divergence.same` is true when nothing differ
 prompt is compared on its own (:attr:`Divergence.system_prompt_differs`): a fork with another
 system prompt replays its first turns under it, so it first differs where a live answer does.
 
-A :class:`Divergence` displays itself as a side-by-side table (``text/html`` that survives
-sanitizers: a semantic ``<table>``, no ``style=``; and ``text/plain``), each branch's tokens
-and cost (``unknown`` when a price or a token count is; replayed turns cost nothing new), and as
-the ``application/vnd.kode-nb.divergence+json`` record (``kode_nb.divergence/v1``,
-docs/RECORDS.md).
+:meth:`Divergence.to_dict` is the ``kode_nb.divergence/v1`` record data (docs/RECORDS.md). In
+a notebook (``%load_ext kode_nb``) the notebook layer displays it (kode_nb/ui/diverge_view.py)
+as a side-by-side table (``text/html`` that survives sanitizers: a semantic ``<table>``, no
+``style=``; and ``text/plain``), each branch's tokens and cost (``unknown`` when a price or a
+token count is; replayed turns cost nothing new), and as the
+``application/vnd.kode-nb.divergence+json`` record.
 """
 
 from __future__ import annotations
@@ -30,14 +31,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kode_nb.agents._cost import rollup
-from kode_nb.agents._replay import load_trace
-from kode_nb.agents.trace import Span, Trace
+from kode_nb.debug._replay import load_trace
+from kode_nb.models._cost import rollup
+from kode_nb.traces._trace import Span, Trace
 
 __all__ = ["SCHEMA", "Branch", "Divergence", "Step", "diverge"]
 
 SCHEMA = "kode_nb.divergence/v1"
-MIME = "application/vnd.kode-nb.divergence+json"
 TEXT_CHARS = 2_000
 """Characters of one message, answer or result kept in the record (the head)."""
 
@@ -225,17 +225,6 @@ class Divergence:
             return f"{self.a.label} and {self.b.label} do not differ"
         where = f"turn {self.turn}" if self.turn is not None else "the end"
         return f"{self.a.label} and {self.b.label} first differ at {where}: {self.what} ({self.detail})"
-
-    def _repr_html_(self) -> str:
-        from kode_nb.agents._diverge_view import divergence_html
-
-        return divergence_html(self.to_dict())
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        from kode_nb.agents._diverge_view import divergence_html, divergence_text
-
-        data = self.to_dict()
-        return {MIME: data, "text/html": divergence_html(data), "text/plain": divergence_text(data)}
 
     def __repr__(self) -> str:
         return f"<Divergence: {self.summary()}>"

@@ -42,6 +42,9 @@ from typing import Any, Union, cast
 
 from pydantic import BaseModel
 
+from kode_nb.agents._context import CompressContext
+from kode_nb.agents._context import compress_context as default_compress
+from kode_nb.agents._events import SubagentFinished, SubagentStarted
 from kode_nb.agents._inputs import (
     INVALID_KEY,
     FoldingValidator,
@@ -49,15 +52,12 @@ from kode_nb.agents._inputs import (
     check_template,
     input_validator,
 )
+from kode_nb.agents._loop import MAX_RESULT_CHARS, Agent
+from kode_nb.agents._output import check_output_model
+from kode_nb.agents._result import AgentRunResult, RunUsage
 from kode_nb.agents._run import CURRENT_RUN, RunState
-from kode_nb.agents.context import CompressContext
-from kode_nb.agents.context import compress_context as default_compress
-from kode_nb.agents.events import SubagentFinished, SubagentStarted
-from kode_nb.agents.loop import MAX_RESULT_CHARS, Agent
-from kode_nb.agents.output import check_output_model
-from kode_nb.agents.result import AgentRunResult, RunUsage
-from kode_nb.agents.toolset import NarrowedPolicy, derive_executor, is_model, resolve_model
-from kode_nb.agents.toolset import resolve_tools as _resolve_tools
+from kode_nb.agents._toolset import NarrowedPolicy, derive_executor, is_model, resolve_model
+from kode_nb.agents._toolset import resolve_tools as _resolve_tools
 from kode_nb.errors import (
     ConfigurationError,
     KodeUsageError,

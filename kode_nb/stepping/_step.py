@@ -36,8 +36,8 @@ Driving a run from Python::
     result = await run                  # the AgentRunResult
 
 Everything happens on the run's event loop; a waiting run blocks nothing else. The loop's
-side (where a run pauses, :class:`~kode_nb.agents.StartedRun`) is in
-:mod:`kode_nb.agents._step_loop`. No Jupyter imports: the notebook's buttons
+side (where a run pauses, :class:`~kode_nb.debug.StartedRun`) is in
+:mod:`kode_nb.stepping._step_loop`. No Jupyter imports: the notebook's buttons
 (kode_nb/ui/step_view.py) call these same methods.
 """
 

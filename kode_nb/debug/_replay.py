@@ -27,10 +27,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from kode_nb._redact import redact
-from kode_nb.agents.loop import Agent
-from kode_nb.agents.output import output_instructions
-from kode_nb.agents.result import AgentRunResult
-from kode_nb.agents.trace import Span, Trace
+from kode_nb.agents._loop import Agent
+from kode_nb.agents._output import output_instructions
+from kode_nb.agents._result import AgentRunResult
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.models._replay import ReplayModel
@@ -45,6 +44,7 @@ from kode_nb.models.base import (
 from kode_nb.models.errors import ReplayDivergedError
 from kode_nb.tools._model import Tool
 from kode_nb.tools._registry import ToolRegistry
+from kode_nb.traces._trace import Span, Trace
 from kode_nb.types import TextBlock, ToolKind, ToolResult
 
 __all__ = ["CallIds", "Replay", "load_trace", "replay", "replay_model"]
@@ -92,13 +92,13 @@ def _jsonable(value: Any) -> Any:
 
 def load_trace(trace_or_run: Any, *, what: str = "replay") -> Trace:
     """A :class:`Trace` from a trace, its JSON dict or text, a result that has ``.trace``, or the
-    ``trace_id`` of a trace this process knows (``kode_nb/agents/_known.py``)."""
+    ``trace_id`` of a trace this process knows (``kode_nb/traces/_known.py``)."""
     if isinstance(trace_or_run, Trace):
         return trace_or_run
     if isinstance(getattr(trace_or_run, "trace", None), Trace):
         return trace_or_run.trace  # type: ignore[no-any-return]
     if isinstance(trace_or_run, str) and not trace_or_run.lstrip().startswith("{"):
-        from kode_nb.agents._known import known_trace
+        from kode_nb.traces._known import known_trace
 
         return known_trace(trace_or_run.strip())
     if isinstance(trace_or_run, str):

@@ -36,8 +36,8 @@ from kode_nb.models.base import ToolCallRequest, UsageInfo
 from kode_nb.types import ToolResult
 
 if TYPE_CHECKING:
-    from kode_nb.agents.result import AgentRunResult
-    from kode_nb.agents.trace import Trace
+    from kode_nb.agents._result import AgentRunResult
+    from kode_nb.traces._trace import Trace
 
 __all__ = [
     "AGENT_EVENT_TYPES",

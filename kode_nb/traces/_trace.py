@@ -54,7 +54,7 @@ previous model call — "new this turn"; the first call has the whole history), 
 —, or for an offline model ``provider: "neutral"`` with ``body: {system, messages, tools,
 settings}``), ``request_tokens_estimate`` (its compact JSON length / 4, rounded up),
 ``response`` (``text``, ``tool_calls``: ``[{id, name, arguments}]``), ``usage``, ``cost`` (US
-dollars, null when the price or a token count is unknown; see :mod:`kode_nb.agents._cost`),
+dollars, null when the price or a token count is unknown; see :mod:`kode_nb.models._cost`),
 ``stop_reason``, ``latency``. *tool_call*: ``tool``, ``call_id``, ``arguments`` (the parsed
 JSON, or the raw text when it is not JSON), ``result`` (``status``, ``is_error``, ``text`` —
 the tool's whole text —, ``error_type``, ``duration``, ``details``), and when the text was cut
@@ -87,7 +87,7 @@ from typing import Any, Literal, TypeAlias
 
 from kode_nb._redact import redact
 
-__all__ = ["SCHEMA", "Span", "SpanKind", "Trace"]
+__all__ = ["SCHEMA", "Span", "SpanKind", "Trace", "parse_arguments"]
 
 SCHEMA = "kode_nb.trace/v2"
 """The version tag of the JSON form (:meth:`Trace.to_dict`)."""
@@ -413,3 +413,11 @@ def _otlp_span(s: Mapping[str, Any]) -> dict[str, Any]:
     if s["parent_span_id"]:
         span["parentSpanId"] = s["parent_span_id"]
     return span
+
+
+def parse_arguments(raw: str) -> Any:
+    """The arguments as JSON when they parse, else the raw text."""
+    try:
+        return json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return raw

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kode_nb.agents._replay import load_trace
-from kode_nb.agents.trace import READABLE_SCHEMAS, Span, Trace
+from kode_nb.debug._replay import load_trace
 from kode_nb.errors import ConfigurationError
+from kode_nb.traces._trace import READABLE_SCHEMAS, Span, Trace
 
 __all__ = ["COLLAPSED_KEYS", "Expansion", "expand_trace"]
 

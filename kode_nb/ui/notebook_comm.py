@@ -9,7 +9,7 @@ second (the latest state wins), so 100,000 calls send a few messages, not 100,00
 channel is the notebook tools' front end (:data:`kode_nb.builtins.notebook.LINK`).
 
 The front end also asks the kernel (``expand``, ``fork``: the trace viewer's "Expand into cells"
-and "Fork from here"); :mod:`kode_nb.magics.expand` makes those answers.
+and "Fork from here"); :mod:`kode_nb.ui.trace_ops` makes those answers.
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ class NotebookChannel:
     def _answer(self, op: str, data: dict[str, Any]) -> None:
         """A front-end request: ``{"op": "reply", "request_id", "ok", "result" | "error"}``; bad
         input is an ``ok: false`` reply saying what is wrong, never an exception in the kernel."""
-        from kode_nb.magics.expand import expand_request, fork_request
+        from kode_nb.ui.trace_ops import expand_request, fork_request
 
         reply: dict[str, Any] = {"op": "reply", "request_id": str(data.get("request_id", ""))}
         try:

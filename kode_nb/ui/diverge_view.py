@@ -1,4 +1,4 @@
-"""The static view of a :class:`~kode_nb.agents._diverge.Divergence` (its record data).
+"""The static view of a :class:`~kode_nb.debug._diverge.Divergence` (its record data).
 
 ``text/html``: one semantic ``<table>`` (a column per branch, a row per turn, the first
 difference marked with "◆" and its differing part in ``<strong>``, then the totals), only the
@@ -11,11 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kode_nb.agents._cost import format_cost
+from kode_nb.models._cost import format_cost
 
-__all__ = ["divergence_html", "divergence_text"]
+if TYPE_CHECKING:
+    from kode_nb.debug import Divergence
+
+__all__ = ["MIME", "divergence_bundle", "divergence_html", "divergence_text"]
+
+MIME = "application/vnd.kode-nb.divergence+json"
+"""The record's JSON MIME type (``kode_nb.divergence/v1``, docs/RECORDS.md)."""
 
 SHOWN_CHARS = 600
 """Characters of one message, answer or result shown in a cell."""
@@ -173,3 +179,9 @@ def divergence_text(data: Mapping[str, Any]) -> str:
         outcome, tokens, cost = _totals(branch)
         lines.append(f"{branch.get('label')}: {outcome} · {tokens} · {cost}")
     return "\n".join(lines)
+
+
+def divergence_bundle(divergence: Divergence) -> dict[str, Any]:
+    """The MIME bundle of :func:`kode_nb.diverge`'s answer: its record data, HTML and text."""
+    data = divergence.to_dict()
+    return {MIME: data, "text/html": divergence_html(data), "text/plain": divergence_text(data)}

@@ -1,7 +1,7 @@
 """The loop's side of stepping (internal): the pauses before a model request and before a tool
 call, a result given by hand, and :class:`StartedRun` (what :meth:`Agent.start
 <kode_nb.agents.Agent.start>` returns). The decisions themselves are in
-:mod:`kode_nb.agents._step`.
+:mod:`kode_nb.stepping._step`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from kode_nb.agents._run import parse_arguments
-from kode_nb.agents._step import StepDecision, Stepper, StepPoint, message_text
 from kode_nb.errors import ToolValidationError
 from kode_nb.models.base import (
     AssistantMessage,
@@ -20,12 +18,14 @@ from kode_nb.models.base import (
     ToolResultMessage,
     UserMessage,
 )
+from kode_nb.stepping._step import StepDecision, Stepper, StepPoint, message_text
+from kode_nb.traces._trace import parse_arguments
 from kode_nb.types import TextBlock, ToolResult, normalize_name
 
 if TYPE_CHECKING:
+    from kode_nb.agents._result import AgentRunResult
     from kode_nb.agents._run import RunState
-    from kode_nb.agents.result import AgentRunResult
-    from kode_nb.agents.trace import Span
+    from kode_nb.traces._trace import Span
 
 __all__ = ["StartedRun", "given_result", "pause_model_request", "pause_tool_call"]
 

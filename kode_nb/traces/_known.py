@@ -14,8 +14,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.agents.trace import Trace
 from kode_nb.errors import ConfigurationError
+from kode_nb.traces._trace import Trace
 
 __all__ = ["LIMIT", "known_model", "known_trace", "remember_trace"]
 
@@ -75,5 +75,5 @@ def known_trace(trace_id: str) -> Trace:
     raise ConfigurationError(
         f"no trace {trace_id!r} in this kernel: it was recorded in another kernel or "
         f"dropped (the newest {LIMIT} are kept); load it from its JSON instead "
-        "(kode_nb.agents.Trace.from_dict, or pass the saved JSON itself)"
+        "(kode_nb.traces.Trace.from_dict, or pass the saved JSON itself)"
     )

@@ -19,7 +19,7 @@ there goes on live with something changed. ``at`` names the point:
 
 ``system_prompt=`` (or the edit's ``system_prompt``) changes the system prompt for the whole
 fork (the replayed turns are shown with it); ``model=`` is the live model, by default the
-original run's model object when this process still has it (``kode_nb/agents/_known.py``;
+original run's model object when this process still has it (``kode_nb/traces/_known.py``;
 else ``model=`` is required and the error says so). Tool calls before the fork point always
 answer with their recorded results (a subagent call with its folded result: the subagent does
 not run); from the fork point on they run through ``executor`` (default: a new
@@ -42,19 +42,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from kode_nb._redact import redact
-from kode_nb.agents._cost import rollup
-from kode_nb.agents._fork_point import Edit, ForkPoint, fork_edit, fork_point, turn_spans
-from kode_nb.agents._known import known_model, remember_trace
-from kode_nb.agents._replay import CallIds, _model_calls, load_trace, recorded_agent
-from kode_nb.agents.loop import Agent
-from kode_nb.agents.result import AgentRunResult
-from kode_nb.agents.toolset import resolve_model
-from kode_nb.agents.trace import Span, Trace
+from kode_nb.agents._loop import Agent
+from kode_nb.agents._result import AgentRunResult
+from kode_nb.agents._toolset import resolve_model
+from kode_nb.debug._fork_point import Edit, ForkPoint, fork_edit, fork_point, turn_spans
+from kode_nb.debug._replay import CallIds, _model_calls, load_trace, recorded_agent
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
+from kode_nb.models._cost import rollup
 from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import Model, ModelEvent, ModelRequest
 from kode_nb.models.errors import ReplayDivergedError
+from kode_nb.traces._known import known_model, remember_trace
+from kode_nb.traces._trace import Span, Trace
 from kode_nb.types import TextBlock, ToolResult
 
 __all__ = ["ForkPoint", "fork"]

@@ -1,0 +1,84 @@
+"""The trace viewer's requests over the ``kode_nb.notebook`` comm (ops ``expand`` and ``fork``,
+kode_nb/ui/notebook_comm.py; protocol in docs/RECORDS.md): "Expand into cells" gets the cells
+that reproduce a run (:func:`kode_nb.expand_trace`), "Fork from here" the source of a cell that
+forks it (:func:`kode_nb.fork`). Both remember the trace they were handed, so the cells can name
+it by id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from kode_nb.errors import ConfigurationError
+from kode_nb.traces._trace import READABLE_SCHEMAS
+
+__all__ = ["FORKABLE", "expand_request", "fork_request"]
+
+FORKABLE = ("turn", "model_call", "tool_call")
+"""The span kinds a run can be forked at."""
+
+
+def _trace_json(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    trace = data.get("trace")
+    if not isinstance(trace, Mapping):
+        raise ConfigurationError(
+            f"the request has no trace: expected the trace record's JSON object under 'trace', "
+            f"got {type(trace).__name__}"
+        )
+    schema = trace.get("schema")
+    if not (isinstance(schema, str) and schema.startswith("kode_nb.trace/")):
+        raise ConfigurationError(
+            f"not a kode_nb trace: its schema is {schema!r}, expected kode_nb.trace/v1 or /v2"
+        )
+    return trace
+
+
+def expand_request(data: Mapping[str, Any], registered: set[str]) -> dict[str, Any]:
+    """The ``expand`` op: remember the trace (so cells and forks can name it by id) and expand it;
+    ``{"trace_id", "cells", "notes"}``. A newer trace format is expanded from the fields this
+    version knows, with a note, but not remembered."""
+    from kode_nb.debug import expand_trace
+    from kode_nb.traces import remember_trace
+
+    trace = _trace_json(data)
+    notes: list[str] = []
+    try:
+        trace_id = remember_trace(trace).trace_id
+    except ConfigurationError as exc:
+        if trace.get("schema") in READABLE_SCHEMAS:
+            raise
+        trace_id = str(trace.get("trace_id", ""))
+        notes.append(f"kode_nb.known_trace({trace_id[:8]!r}) will not find it: {exc}")
+    expansion = expand_trace(trace, registered=registered)
+    return {"trace_id": trace_id, "cells": expansion.cells, "notes": expansion.notes + notes}
+
+
+def fork_request(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``fork`` op: remember the trace and return the source of a cell that forks the run at
+    span ``span_id`` (a turn, model call or tool call): ``{"trace_id", "span_id", "source"}``."""
+    from kode_nb.traces import remember_trace
+
+    trace = remember_trace(_trace_json(data))
+    span_id = data.get("span_id")
+    span = next((s for s in trace.spans() if s.span_id == span_id), None)
+    if span is None:
+        raise ConfigurationError(f"the trace has no span {span_id!r} to fork at")
+    if span.kind not in FORKABLE:
+        raise ConfigurationError(
+            f"a run forks at a turn, model call or tool call; {span.name!r} is a {span.kind} span"
+        )
+    agent = trace.root.attributes.get("agent") or trace.root.name
+    about = " ".join(
+        f"Fork of run {agent} (trace {trace.trace_id[:8]}) at {span.name}".splitlines()
+    )
+    source = (
+        f"# {about}: change what should "
+        "differ, then run.\n"
+        "import kode_nb\n\n"
+        f"forked = await kode_nb.fork({json.dumps(trace.trace_id)}, at={json.dumps(span.span_id)}, "
+        "edit=None)\n"
+        "forked"
+    )
+    return {"trace_id": trace.trace_id, "span_id": span.span_id, "source": source}
