@@ -120,6 +120,9 @@ def unload_ipython_extension(ipython: Any) -> None:
         magics.parent_guard.unregister()
     magics.drop_session_defaults()
     magics.close_session()
+    http = sys.modules.get("kode_nb.models._http")  # models' own HTTP clients, if any were made
+    if http is not None:
+        http.close_models()
     from kode_nb.magics.awaiting import wait_cells
 
     if wait_cells in ipython.input_transformers_post:

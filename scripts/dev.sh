@@ -6,7 +6,9 @@
 #   bash scripts/dev.sh test  [pytest args...]       install, then ruff (lint, format), mypy, pytest, the docs
 #                                                    build (strict), nbval (strict);
 #                                                    the kernel tests also run on ipykernel 6, from a
-#                                                    second venv .venv-ipykernel6
+#                                                    second venv .venv-ipykernel6; the live-model
+#                                                    tests run against llama-server, built and
+#                                                    cached by scripts/llama_server.sh
 #   bash scripts/dev.sh docs  [mkdocs build args...] install, then build the documentation site into site/
 #                                                    (strict: warnings and broken links fail)
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
@@ -236,6 +238,21 @@ cmd_lab() {
     exec "$VENV/bin/jupyter" lab "${args[@]}" "$@"
 }
 
+# start_live_server: build (cached outside the repository) and start llama-server on 127.0.0.1
+# with a small model, for tests/kernel/test_kernel_live_model.py (KODE_NB_LIVE_URL); stopped by
+# stop_live_server. A failure fails this step, and the live tests then fail too (never skip).
+start_live_server() {
+    local line
+    line="$(bash scripts/llama_server.sh start)" || return 1
+    read -r KODE_NB_LIVE_URL LIVE_SERVER_PID LIVE_SERVER_LOG <<<"$line"
+    export KODE_NB_LIVE_URL
+    log "llama-server at $KODE_NB_LIVE_URL (pid $LIVE_SERVER_PID, log $LIVE_SERVER_LOG)"
+}
+stop_live_server() {
+    [[ -n "${LIVE_SERVER_PID:-}" ]] && bash scripts/llama_server.sh stop "$LIVE_SERVER_PID"
+    LIVE_SERVER_PID=""
+}
+
 STEPS=()
 RESULTS=()
 TIMES=()
@@ -267,7 +284,7 @@ cmd_test() {
     step chromium ensure_chromium
     scratch="$(mktemp -d "${TMPDIR:-/tmp}/kode_nb-test.XXXXXX")"
     # shellcheck disable=SC2064
-    trap "rm -rf '$scratch'" EXIT
+    trap "rm -rf '$scratch'; stop_live_server" EXIT
     use_jupyter_state "$scratch"
     export PATH="$VENV/bin:$PATH"
     # The kernel tests run on ipykernel 6 too (tests/kernel/conftest.py reads KODE_NB_EXTRA_KERNELS).
@@ -283,7 +300,10 @@ cmd_test() {
     # logic and, in happy-dom, its DOM code (labextension/test/).
     step ts-lint bash -c 'cd labextension && jlpm lint'
     step ts-test bash -c 'cd labextension && jlpm test'
+    export KODE_NB_LIVE_REQUIRED=1 # the live tests fail, not skip, without a server
+    step llama-server start_live_server
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
+    stop_live_server
     # the documentation site, strictly (broken links and anchors fail), into the scratch dir;
     # never --quiet: it drops the warnings that --strict counts, and the build passes
     step docs env NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --site-dir "$scratch/site"
@@ -324,7 +344,7 @@ cmd_bench() {
     exec "$BENCH_VENV/bin/python" benchmarks/run.py "$@"
 }
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift

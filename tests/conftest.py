@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import socket
-from collections.abc import Iterator
+import sys
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -49,6 +51,40 @@ def _isolated_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     a known secret makes the stream coalescer hold back text that could begin it."""
     monkeypatch.setattr(kode_nb._redact, "_registered", set())
     monkeypatch.setattr(kode_nb._redact, "_registered_sorted", [])
+
+
+@pytest.fixture(autouse=True)
+def _model_clients() -> Iterator[None]:
+    """Identified servers are forgotten after each test (a later test may get the same loopback
+    port), and models' own HTTP clients closed where their loop is still there."""
+    yield
+    if "kode_nb.models._http" in sys.modules:
+        from kode_nb.models._http import close_models
+        from kode_nb.models._servers import forget_servers
+
+        close_models()
+        forget_servers()
+
+
+@pytest.fixture
+async def _model_clients_async() -> AsyncIterator[None]:
+    """In an async test: models' own HTTP clients are closed on the test's loop, before it ends."""
+    yield
+    if "kode_nb.models._http" in sys.modules:
+        from kode_nb.models._http import _OPEN
+
+        for model in list(_OPEN):
+            await model.aclose()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if (
+            isinstance(item, pytest.Function)
+            and item.get_closest_marker("anyio") is not None
+            and inspect.iscoroutinefunction(item.obj)
+        ):
+            item.fixturenames.append("_model_clients_async")
 
 
 @pytest.fixture

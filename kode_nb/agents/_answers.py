@@ -9,15 +9,14 @@ loop records it on the run (``AgentRunResult.warnings``, the run span's ``warnin
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
+
+from kode_nb.models._text_calls import parse_text_calls
 
 __all__ = ["answer_warning", "reask_prompt"]
 
 _FUNCTIONS_LINE = re.compile(r"(?m)^\s*(?:to=)?functions\.([A-Za-z_][\w.-]*)\s*[:({]")
-_TAGS = re.compile(r"</?(?:tool_call|tool_calls|function_call)>", re.I)
-_FENCE = re.compile(r"^```[\w-]*\s*|\s*```$")
 
 
 def answer_warning(text: str, tools: Iterable[str]) -> str | None:
@@ -32,33 +31,19 @@ def answer_warning(text: str, tools: Iterable[str]) -> str | None:
             f"('functions.{match.group(1)}:'), not made through the tools interface"
         )
     called = _json_call(text)
-    if called is not None:
-        known = "" if called in names else " (no such tool)"
+    if called:
+        known = "" if set(called) <= names else " (no such tool)"
+        listed = "', '".join(called)
         return (
-            f"the final answer looks like a call to '{called}'{known} written as text "
+            f"the final answer looks like a call to '{listed}'{known} written as text "
             '({"name": ..., "arguments": ...}), not made through the tools interface'
         )
     return None
 
 
-def _json_call(text: str) -> str | None:
-    body = _FENCE.sub("", _TAGS.sub("", text.strip())).strip()
-    if not body.startswith(("{", "[")):
-        return None
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return None
-    if isinstance(value, list) and value:
-        value = value[0]
-    if not isinstance(value, dict):
-        return None
-    if isinstance(value.get("function"), dict):
-        value = value["function"]
-    name = value.get("name")
-    if isinstance(name, str) and name and ("arguments" in value or "parameters" in value):
-        return name
-    return None
+def _json_call(text: str) -> list[str]:
+    """The tools named by the calls ``text`` consists of, in order, each once."""
+    return list(dict.fromkeys(c.name for c in parse_text_calls(text) or ()))
 
 
 def reask_prompt(warning: str) -> str:

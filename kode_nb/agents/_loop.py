@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import secrets
 import sys
 import time
@@ -96,7 +97,12 @@ class Agent:
     the first call of a run only, so the model can answer once it has the result. A final answer
     that is empty or looks like a tool call written as text gets a warning
     (:attr:`AgentRunResult.warnings`, the run span's ``warnings``); ``reask=True`` also asks
-    the model once more.
+    the model once more. So does an answer cut off at the length limit.
+
+    A run that cannot progress ends clearly: the same tool called with the same arguments
+    ``max_repeated_calls`` times (default 3; ``None``: never checked) ends it with status
+    ``error`` and a message naming the call and this setting (the model is not using the
+    result, often because the server does not show it to the model).
     """
 
     def __init__(
@@ -116,6 +122,7 @@ class Agent:
         max_result_chars: int | None = MAX_RESULT_CHARS,
         tool_choice: str | None = None,
         reask: bool = False,
+        max_repeated_calls: int | None = 3,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError(f"Agent name must be a non-empty string, got {name!r}")
@@ -166,6 +173,10 @@ class Agent:
         if not isinstance(reask, bool):
             raise ConfigurationError(f"{where}: reask must be True or False, got {reask!r}")
         self.reask = reask
+        if max_repeated_calls is not None:
+            _check_count(max_repeated_calls, "max_repeated_calls", where, minimum=2)
+        self.max_repeated_calls = max_repeated_calls
+        """The most times one run may make the same call (same tool, same arguments)."""
         """Ask the model once more when its final answer is empty or a tool call written as
         text (the warning is recorded either way)."""
         if on_event is not None and not callable(on_event):
@@ -342,6 +353,7 @@ class Agent:
             system = (system + "\n\n" if system else "") + out.output_instructions(
                 self.output_model
             )
+        await _prepare(self.model)  # the server identified: its profile is on the run span
         rid = run_id or f"run_{secrets.token_hex(6)}"
         depth = parent.depth + 1 if parent is not None else 0
         root = Span(kind="run", name=self.name)
@@ -448,11 +460,23 @@ class Agent:
                 return
             calls = unique_call_ids(st, response.tool_calls)
             st.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
+            if response.stop_reason == "max_tokens":
+                cut = _cut_off_warning(st, response)
+                st.warnings.append(cut)
+                turn.event("answer_warning", warning=cut)
             if calls:
+                stuck = self._repeated(st, calls)
+                if stuck is not None:
+                    st.status, st.error = "error", stuck
+                    turn.event("repeated_call", message=stuck)
+                    turn.finish("error", stuck)
+                    return
                 await run_tool_calls(st, calls, n, turn)
                 turn.finish("ok")
                 continue
             warning = answer_warning(response.text, (s.name for s in st.specs))
+            if warning is not None and response.notices:
+                warning += " (" + "; ".join(response.notices) + ")"
             if warning is not None and self.output_model is None:
                 st.warnings.append(warning)
                 turn.event("answer_warning", warning=warning)
@@ -482,6 +506,56 @@ class Agent:
                 return
             st.output_retries += 1
             st.messages.append(UserMessage(content=out.retry_prompt(self.output_model, problem)))
+
+    def _repeated(self, st: RunState, calls: Sequence[Any]) -> str | None:
+        """Count this turn's calls; the message that ends the run when one was made
+        ``max_repeated_calls`` times with the same arguments, else ``None``."""
+        limit = self.max_repeated_calls
+        for call in calls:
+            key = (call.name, _canonical(call.arguments))
+            st.repeats[key] = count = st.repeats.get(key, 0) + 1
+            if limit is not None and count >= limit:
+                return (
+                    f"the model called {call.name} with the same arguments {count} times "
+                    f"({key[1][:200]}) without answering: it is not using the result (some "
+                    "servers' templates do not show tool results to the model). The run was "
+                    f"stopped; Agent(max_repeated_calls=...) sets how many repeats are allowed "
+                    f"(now {limit}; None: no check)"
+                )
+        return None
+
+
+async def _prepare(model: Model) -> None:
+    """Let a model that talks to a server identify it before the run (``prepare()``)."""
+    prepare = getattr(model, "prepare", None)
+    if not callable(prepare):
+        return
+    try:
+        await prepare()
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise
+    except Exception:  # a model object's own method: the first request reports any problem
+        return
+
+
+def _canonical(arguments: str) -> str:
+    """The arguments as canonical JSON (key order and spacing do not make calls different)."""
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return arguments.strip()
+
+
+def _cut_off_warning(st: RunState, response: Any) -> str:
+    body = response.request.body if response.request is not None else {}
+    limit = (
+        body.get("max_tokens") or body.get("max_completion_tokens") or st.agent.settings.max_tokens
+    )
+    at = f" of {limit} tokens" if limit else ""
+    return (
+        f"the model's answer was cut off at the length limit{at} (finish_reason 'length'); "
+        "raise ModelSettings(max_tokens=...) if the answer needs more"
+    )
 
 
 def _model_settings(model: Model) -> dict[str, Any]:

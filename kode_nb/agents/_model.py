@@ -103,14 +103,21 @@ async def model_turn(
         return None
     latency = time.perf_counter() - t0
     st.usage = st.usage.with_model_call(response.usage, len(response.tool_calls))
+    recovered = response.recovered_text is not None
     span.set(
         response={"text": response.text, "tool_calls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]},
+            {"id": c.id, "name": c.name, "arguments": c.arguments,
+             **({"recovered_from_text": True} if recovered else {})}
+            for c in response.tool_calls]},
         usage={"input_tokens": response.usage.input_tokens,
                "output_tokens": response.usage.output_tokens},
         stop_reason=response.stop_reason, latency=latency,
     )  # fmt: skip
     span.set(cost=cost_of(_price(st.model, response), span.attributes["usage"]))
+    if recovered:
+        span.set(recovered_from_text=response.recovered_text)
+        span.event("tool_calls_recovered", text=response.recovered_text,
+                   calls=[c.name for c in response.tool_calls])  # fmt: skip
     if response.notices:
         span.set(notices=list(response.notices))
         for notice in response.notices:

@@ -72,6 +72,8 @@ class RunState:
     output: Any = None
     output_retries: int = 0
     reasked: bool = False
+    repeats: dict[tuple[str, str], int] = field(default_factory=dict)
+    """How many times each (tool, canonical arguments) call was made in this run."""
     warnings: list[str] = field(default_factory=list)
     """Doubts about the answer, in order (see :mod:`kode_nb.agents._answers`)."""
     cancel_requested: bool = False

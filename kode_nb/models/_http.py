@@ -9,10 +9,17 @@ has started nothing is retried (events may already be on screen): a connection l
 stream ending early raises :class:`ModelProtocolError`.
 
 Time limits (``ModelSettings``): ``first_byte_timeout`` for a streamed answer to start (a
-non-streamed one gets ``timeout``), ``timeout`` between received lines, and ``deadline`` for the
-whole wait across retries and backoff. They are enforced here, on any transport; an answer that
-did not start in time is not retried. A JSON answer (by ``Content-Type``) is yielded whole as one
-``SSEEvent("json", body)``.
+non-streamed one gets ``timeout``), ``timeout`` between received lines, ``deadline`` for the
+whole wait for the answer to start across retries and backoff, and ``total_timeout`` for the
+whole call, streaming included. They are enforced here, on any transport; an answer that did not
+start in time is not retried. SSE comment lines (``: keep-alive``, ``: ping``) and blank lines
+are not progress: they neither start the answer nor restart the idle timer. ``allowance`` (the
+time a server may need to read a long prompt, from the profile's ``prompt_rate``) is added to
+the first-response limit and the deadline. A JSON answer (by ``Content-Type``) is yielded whole
+as one ``SSEEvent("json", body)``.
+
+Each model keeps one ``httpx.AsyncClient`` per event loop (connections are reused across calls),
+closed by :meth:`HttpModel.aclose`, or at interpreter exit for those still open.
 
 API keys are read from the environment at first use, never stored in reprs, and scrubbed from
 every error message and body.
@@ -20,6 +27,8 @@ every error message and body.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import email.utils
 import json
 import logging
@@ -27,6 +36,8 @@ import os
 import random
 import re
 import time
+import weakref
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,11 +55,13 @@ from kode_nb.models.errors import (
     ModelProtocolError,
 )
 
-__all__ = ["HttpModel", "SSEEvent", "redact"]
+__all__ = ["HttpModel", "SSEEvent", "close_models", "redact"]
 
 logger = logging.getLogger("kode_nb.models")
 
 _BODY_LIMIT = 2000
+_DRAIN_WAIT = 0.5
+"""Seconds to read the rest of a body after the end marker, to keep the connection."""
 _SECRET_PATTERNS = (
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), r"\1 [redacted]"),
     (re.compile(r"\bsk-[A-Za-z0-9_*-]{6,}"), "sk-[redacted]"),
@@ -117,7 +130,10 @@ class HttpModel:
         self.api_key_env = api_key_env
         """The environment variable the key is read from at first use (``None``: no key)."""
         self.http_client = http_client
-        """The client to use; ``None`` = a new client per request."""
+        """The client to use; ``None`` = the model's own (one per event loop, reused)."""
+        self._own: httpx.AsyncClient | None = None
+        self._own_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._guard: AsyncGenerator[None, None] | None = None
         self.retry_base_delay = retry_base_delay
         """First backoff delay in seconds (doubled on each retry)."""
         self.retry_max_delay = retry_max_delay
@@ -127,6 +143,49 @@ class HttpModel:
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    async def _client(self) -> httpx.AsyncClient:
+        """The client for this call: the one given, or the model's own for the running loop
+        (made at first use; a client made on another loop is left behind, as it cannot be used
+        there). The own client is closed when the loop shuts down its async generators
+        (``asyncio.run`` and runners do), if not before."""
+        if self.http_client is not None:
+            return self.http_client
+        loop = asyncio.get_running_loop()
+        own_loop = self._own_loop() if self._own_loop is not None else None
+        if self._own is None or self._own.is_closed or own_loop is not loop:
+            self._own = client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, read=None))
+            self._own_loop = weakref.ref(loop)
+            self._guard = _close_at_loop_end(client)
+            await self._guard.__anext__()  # the loop now tracks it (shutdown_asyncgens)
+            _OPEN.add(self)
+        return self._own
+
+    async def aclose(self) -> None:
+        """Close the model's own HTTP client (a client given to it stays open); the next call
+        makes a new one."""
+        own, self._own = self._own, None
+        guard, self._guard = self._guard, None
+        _OPEN.discard(self)
+        if own is not None and not own.is_closed:
+            await own.aclose()
+        if guard is not None:
+            await guard.aclose()
+
+    def close(self) -> None:
+        """:meth:`aclose` from synchronous code (e.g. at kernel shutdown): runs it on the
+        client's loop when that loop is not running, schedules it when it is."""
+        own_loop = self._own_loop() if self._own_loop is not None else None
+        if self._own is None:
+            return
+        if own_loop is None or own_loop.is_closed():
+            self._own = self._guard = None  # its loop is gone, and closed it at its end
+            _OPEN.discard(self)
+            return
+        if own_loop.is_running():
+            own_loop.call_soon_threadsafe(lambda: own_loop.create_task(self.aclose()))
+        else:
+            own_loop.run_until_complete(self.aclose())
 
     def _key(self) -> str | None:
         """The API key: given, or read from ``api_key_env`` now; missing -> ConfigurationError."""
@@ -151,103 +210,134 @@ class HttpModel:
         settings: ModelSettings,
         secrets: Sequence[str] = (),
         params: Mapping[str, str] | None = None,
+        allowance: float = 0.0,
     ) -> AsyncGenerator[SSEEvent, None]:
         """POST ``body``; yield the answer's SSE events, or one ``SSEEvent("json", body)`` when
-        the server answered ``application/json`` (a non-streamed answer)."""
+        the server answered ``application/json`` (a non-streamed answer). ``allowance``: extra
+        seconds for the answer to start (a long prompt to read)."""
         url = self.base_url + path
         streamed = bool(body.get("stream"))
         # the waits are enforced here, so they hold on any transport; httpx only backs them up
         timeout = httpx.Timeout(settings.timeout, read=None)
-        wait = settings.first_byte_timeout if streamed else settings.timeout
-        limit = settings.deadline
+        wait = (settings.first_byte_timeout if streamed else settings.timeout) + allowance
+        limit = None if settings.deadline is None else settings.deadline + allowance
         started = time.monotonic()
-        client = self.http_client or httpx.AsyncClient()
+        total = settings.total_timeout
+        until = None if total is None else started + total
+        client = await self._client()
         attempt = 0
-        try:
-            while True:
-                left = None if limit is None else limit - (time.monotonic() - started)
-                this_wait = wait if left is None else max(min(wait, left), 0.001)
-                request = client.build_request(
-                    "POST", url, json=body, headers=dict(headers), params=params, timeout=timeout
-                )
-                response: httpx.Response | None = None
+        while True:
+            left = None if limit is None else limit - (time.monotonic() - started)
+            if until is not None:
+                rest = until - time.monotonic()
+                left = rest if left is None else min(left, rest)
+            this_wait = wait if left is None else max(min(wait, left), 0.001)
+            request = client.build_request(
+                "POST", url, json=body, headers=dict(headers), params=params, timeout=timeout
+            )
+            response: httpx.Response | None = None
+            lines: _Lines | None = None
+            try:
                 try:
+                    with anyio.fail_after(this_wait):
+                        response = await client.send(request, stream=True)
+                        if response.status_code >= 400:
+                            text = (await response.aread()).decode("utf-8", "replace")
+                        else:
+                            lines = _Lines(response, streamed)
+                            await lines.start()
+                except TimeoutError:
+                    if response is not None:
+                        await response.aclose()
+                    comments = lines.comments if lines is not None else 0
+                    raise ModelConnectionError(
+                        self._silence(url, this_wait, wait, attempt, response is not None,
+                                      comments, total if until is not None
+                                      and time.monotonic() >= until - 0.01 else None)
+                    ) from None  # fmt: skip
+                if lines is not None:
                     try:
-                        with anyio.fail_after(this_wait):
-                            response = await client.send(request, stream=True)
-                            if response.status_code >= 400:
-                                text = (await response.aread()).decode("utf-8", "replace")
-                                lines = None
-                            else:
-                                lines = _Lines(response, streamed)
-                                await lines.start()
-                    except TimeoutError:
-                        if response is not None:
-                            await response.aclose()
-                        raise ModelConnectionError(
-                            self._silence(url, this_wait, wait, attempt, response is not None)
-                        ) from None
-                    if lines is not None:
-                        async for event in self._events(lines, secrets, settings.timeout):
+                        async for event in self._events(
+                            lines, secrets, settings.timeout, until, total
+                        ):
                             yield event
-                        return
-                    assert response is not None
-                    status = response.status_code
-                    text = redact(text, secrets)[:_BODY_LIMIT]
-                    if not (status == 429 or status >= 500) or attempt >= settings.max_retries:
-                        raise ModelHTTPError(
-                            status, text, model=self.name, message=error_message(text),
-                            attempts=attempt + 1,
-                        )  # fmt: skip
-                    delay = self._delay(response.headers, attempt)
-                    why = f"HTTP {status}"
-                    failure: ModelError = ModelHTTPError(
+                    except GeneratorExit:  # the reader stopped at its end marker ([DONE])
+                        await lines.drain(_DRAIN_WAIT)  # so the connection can be reused
+                        raise
+                    return
+                assert response is not None
+                status = response.status_code
+                text = redact(text, secrets)[:_BODY_LIMIT]
+                if not (status == 429 or status >= 500) or attempt >= settings.max_retries:
+                    raise ModelHTTPError(
                         status, text, model=self.name, message=error_message(text),
                         attempts=attempt + 1,
                     )  # fmt: skip
-                except httpx.TransportError as exc:  # no response (errors mid-stream are converted)
-                    detail = redact(str(exc), secrets) or type(exc).__name__
-                    failure = ModelConnectionError(
-                        f"{self.name}: no response from {url}: {detail} "
-                        f"(after {attempt + 1} attempt(s))"
-                    )
-                    if attempt >= settings.max_retries:
-                        raise failure from None
-                    delay = self._delay(httpx.Headers(), attempt)
-                    why = type(exc).__name__
-                finally:
-                    if response is not None:
-                        await response.aclose()
-                if limit is not None and time.monotonic() - started + delay >= limit:
-                    logger.info("%s: no retry, the deadline of %g s would pass", self.name, limit)
-                    raise failure from None
-                attempt += 1
-                logger.info(
-                    "%s: %s, retry %d of %d in %.2f s",
-                    self.name, why, attempt, settings.max_retries, delay,
+                delay = self._delay(response.headers, attempt)
+                why = f"HTTP {status}"
+                failure: ModelError = ModelHTTPError(
+                    status, text, model=self.name, message=error_message(text),
+                    attempts=attempt + 1,
                 )  # fmt: skip
-                await anyio.sleep(delay)
-        finally:
-            if self.http_client is None:
-                await client.aclose()
+            except httpx.TransportError as exc:  # no response (errors mid-stream are converted)
+                detail = redact(str(exc), secrets) or type(exc).__name__
+                failure = ModelConnectionError(
+                    f"{self.name}: no response from {url}: {detail} "
+                    f"(after {attempt + 1} attempt(s))"
+                )
+                if attempt >= settings.max_retries:
+                    raise failure from None
+                delay = self._delay(httpx.Headers(), attempt)
+                why = type(exc).__name__
+            finally:
+                if response is not None:
+                    await response.aclose()
+            if until is not None and time.monotonic() + delay >= until:
+                raise failure from None
+            if limit is not None and time.monotonic() - started + delay >= limit:
+                logger.info("%s: no retry, the deadline of %g s would pass", self.name, limit)
+                raise failure from None
+            attempt += 1
+            logger.info(
+                "%s: %s, retry %d of %d in %.2f s",
+                self.name, why, attempt, settings.max_retries, delay,
+            )  # fmt: skip
+            await anyio.sleep(delay)
 
-    def _silence(self, url: str, waited: float, wait: float, attempt: int, headers: bool) -> str:
+    def _silence(
+        self,
+        url: str,
+        waited: float,
+        wait: float,
+        attempt: int,
+        headers: bool,
+        comments: int = 0,
+        total: float | None = None,
+    ) -> str:
         what = "no answer started" if headers else "no response"
-        cap = "first_byte_timeout" if waited >= wait else "deadline"
+        if comments:
+            what += f" (only {comments} keep-alive comment line(s))"
+        cap = "total_timeout" if total is not None else (
+            "first_byte_timeout" if waited >= wait else "deadline")  # fmt: skip
         return (
             f"{self.name}: {what} from {url} within {waited:.3g} s ({cap}, attempt "
             f"{attempt + 1}); a slow local model may need a longer ModelSettings({cap}=...)"
         )
 
     async def _events(
-        self, lines: _Lines, secrets: Sequence[str], idle: float
+        self,
+        lines: _Lines,
+        secrets: Sequence[str],
+        idle: float,
+        until: float | None = None,
+        total: float | None = None,
     ) -> AsyncIterator[SSEEvent]:
         count = 0
         if lines.json_body is not None:
             yield SSEEvent("json", lines.json_body)
             return
         try:
-            async for event in iter_sse(lines.iterate(idle)):
+            async for event in iter_sse(lines.iterate(idle, until)):
                 count += 1
                 yield event
         except (httpx.TransportError, httpx.StreamError) as exc:
@@ -256,8 +346,14 @@ class HttpModel:
                 f"{self.name}: the response stream was cut off after {count} event(s): {detail}"
             ) from None
         except TimeoutError:
+            if until is not None and time.monotonic() >= until - 0.01:
+                raise ModelConnectionError(
+                    f"{self.name}: the model call did not finish within {total:g} s "
+                    f"(ModelSettings.total_timeout), after {count} event(s)"
+                ) from None
+            only = f", only {lines.comments} keep-alive comment(s)," if lines.comments else ""
             raise ModelProtocolError(
-                f"{self.name}: the response stream stalled: nothing arrived for {idle:g} s "
+                f"{self.name}: the response stream stalled: nothing{only} arrived for {idle:g} s "
                 f"after {count} event(s) (ModelSettings.timeout)"
             ) from None
 
@@ -270,37 +366,118 @@ class HttpModel:
 
 
 class _Lines:
-    """The body of a successful answer: its first line read (or the whole JSON body), then the
-    rest line by line, each within the idle timeout."""
+    """The body of a successful answer: its first data line read (or the whole JSON body), then
+    the rest line by line. Only data lines are progress: comment lines (``: keep-alive``) and
+    blank lines neither start the answer nor restart the idle timer. The body is read in the
+    chunks the server sends (one time limit per chunk, not per line)."""
 
     def __init__(self, response: httpx.Response, streamed: bool) -> None:
         self.response = response
         self.streamed = streamed
         self.json_body: str | None = None
-        self._iter = response.aiter_lines().__aiter__()
-        self._first: list[str] = []
+        self.comments = 0
+        """Comment lines received so far."""
+        self._chunks = response.aiter_text().__aiter__()
+        self._lines: deque[str] = deque()
+        self._tail = ""
+        self._ended = False
+        self._progressed = False
+
+    def _progress(self, line: str) -> bool:
+        if line.startswith(":"):
+            self.comments += 1
+            return False
+        return bool(line.strip())
+
+    async def _read(self) -> bool:
+        """Read one chunk into whole lines; ``False`` at the end of the body. Whether the chunk
+        held a data line is in ``_progressed``."""
+        try:
+            text = self._tail + await self._chunks.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            if self._tail:
+                self._lines.append(self._tail)
+                self._progressed = self._progress(self._tail)
+                self._tail = ""
+            return False
+        hold = text.endswith("\r")  # may be the first half of a \r\n split across chunks
+        if hold:
+            text = text[:-1]
+        parts = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self._tail = parts.pop() + ("\r" if hold else "")
+        self._progressed = False
+        for line in parts:
+            if self._progress(line):
+                self._progressed = True
+        self._lines.extend(parts)
+        return True
 
     async def start(self) -> None:
-        """Wait for the first line; a JSON answer (by Content-Type, or to a non-streamed request)
-        is read whole."""
+        """Wait for the first data line; a JSON answer (by Content-Type, or to a non-streamed
+        request) is read whole."""
         kind = self.response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind.endswith("json") or (not self.streamed and kind != "text/event-stream"):
             self.json_body = (await self.response.aread()).decode("utf-8", "replace")
             return
-        async for line in self._iter:  # the first line only; the rest is read by iterate()
-            self._first.append(line)
-            break
+        while await self._read():  # up to a chunk with a data line; iterate() reads the rest
+            if self._progressed:
+                return
 
-    async def iterate(self, idle: float) -> AsyncIterator[str]:
-        for line in self._first:
-            yield line
+    async def drain(self, wait: float) -> None:
+        """Read what is left of the body (at most ``wait`` seconds): a response read to its end
+        gives its connection back to the pool, one closed early loses it."""
+        with anyio.move_on_after(wait):
+            try:
+                while not self._ended and await self._read():
+                    pass
+            except (httpx.TransportError, httpx.StreamError):
+                pass
+
+    async def iterate(self, idle: float, until: float | None = None) -> AsyncIterator[str]:
+        """The lines; TimeoutError when no data line came for ``idle`` seconds, or at the
+        monotonic time ``until``."""
+        last = time.monotonic()
         while True:
-            with anyio.fail_after(idle):
-                try:
-                    line = await self._iter.__anext__()
-                except StopAsyncIteration:
-                    return
-            yield line
+            while self._lines:
+                yield self._lines.popleft()
+            if self._ended:
+                return
+            now = time.monotonic()
+            wait = last + idle - now
+            if until is not None:
+                wait = min(wait, until - now)
+            with anyio.fail_after(max(wait, 0.0)):
+                more = await self._read()
+            if self._progressed:
+                last = time.monotonic()
+            if not more and not self._lines:
+                return
+
+
+async def _close_at_loop_end(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Started once and left suspended: the loop closes it (and so ``client``) when it shuts
+    down its async generators, before it closes."""
+    try:
+        yield
+    finally:
+        if not client.is_closed:
+            await client.aclose()
+
+
+_OPEN: weakref.WeakSet[HttpModel] = weakref.WeakSet()
+"""Models with an HTTP client of their own, closed at exit."""
+
+
+@atexit.register
+def close_models() -> None:
+    """Close the HTTP client of every model that has one (:meth:`HttpModel.close`): at
+    interpreter exit, when the kernel extension is unloaded, between tests."""
+    for model in list(_OPEN):
+        try:
+            model.close()
+        except Exception:  # shutting down goes on whatever a transport does
+            _OPEN.discard(model)
 
 
 def retry_after(headers: httpx.Headers) -> float | None:

@@ -4,12 +4,12 @@
 ports); ``OpenAIChatModel(profile="...")`` names one explicitly. An unknown server gets
 ``generic``, whose defaults are the safe ones: ``tool_choice`` sent explicitly, usage asked for,
 ``""`` (not ``null``) as the content of an assistant message that only calls tools, and a
-streamed request that comes back empty retried once without streaming. ``docs/MODEL-SERVERS.md``
+streamed request that comes back empty retried once without streaming. ``docs/model-servers.md``
 lists each quirk with its source.
 
-A ``generic`` server is identified once, before the first request that carries tool results (the
-first request where the kind of server changes what is sent): :func:`profile_from_models` reads its
-``GET /models`` answer (llama-cpp-python lists its models as ``owned_by: "me"``).
+A server that is not a hosted provider is identified once per base URL, before the first request
+(:mod:`kode_nb.models._servers`): :func:`profile_from_models` reads its ``GET /models`` answer
+(llama-cpp-python lists its models as ``owned_by: "me"``, llama-server as ``"llamacpp"``).
 """
 
 from __future__ import annotations
@@ -53,18 +53,47 @@ class ServerProfile:
     tool_results_as_user: bool = False
     """Send tool results as a ``user`` message naming each call, not as ``tool`` messages (the
     server's prompt template drops ``tool`` messages, so the model would never see a result)."""
+    hosted: bool = False
+    """A hosted provider: never asked ``GET /models`` (it needs a key and lists hundreds)."""
+    text_calls: bool = True
+    """Read tool calls the model wrote as text (when the server returned none) as calls."""
+    default_max_tokens: int | None = None
+    """``max_tokens`` sent when the settings give none (``None``: the server's default; some
+    local servers generate until the context is full)."""
+    checks_model_id: bool = False
+    """A model id missing from ``GET /models`` is an error (the server would silently answer
+    with the one model it has, or fail later)."""
+    progress: bool = False
+    """Ask for progress events while the server reads a long prompt (llama-server's
+    ``return_progress``): they count as the answer being under way."""
+    prompt_rate: float | None = None
+    """Slowest prompt reading expected, in tokens per second: the first-response limit and
+    the deadline grow by ``prompt tokens / prompt_rate`` (``None``: fixed limits)."""
+    tool_strategy: str = "native"
+    """How tools are asked for: ``"native"`` (``tool_choice`` as set), or ``"named-then-none"``
+    (a server whose ``auto`` decision step is unreliable: the first call of a turn forces the
+    one tool offered, or ``required``; after a tool result, ``"none"``)."""
 
+
+_LOCAL_RATE = 20.0
+"""Tokens per second a local server reads a prompt at, at worst (llama.cpp on 2 busy CPU cores
+with a 0.5B model: 30 to 145; larger models are slower)."""
+_LOCAL_MAX_TOKENS = 2048
+"""The default answer length on local servers that otherwise generate until the context is
+full (a cut-off answer is a warning on the run)."""
 
 PROFILES: dict[str, ServerProfile] = {
     p.name: p
     for p in (
-        ServerProfile("generic", "an OpenAI-compatible server"),
+        ServerProfile("generic", "an OpenAI-compatible server", prompt_rate=_LOCAL_RATE),
         ServerProfile(
             "openai",
             "OpenAI",
             strict=True,
             max_tokens_field="max_completion_tokens",
             api_key_env="OPENAI_API_KEY",
+            hosted=True,
+            text_calls=False,
         ),
         ServerProfile(
             "azure",
@@ -74,24 +103,49 @@ PROFILES: dict[str, ServerProfile] = {
             api_key_env="AZURE_OPENAI_API_KEY",
             api_version="2024-10-21",
             parallel_tool_calls=False,
+            hosted=True,
+            text_calls=False,
         ),
-        ServerProfile("ollama", "Ollama", tool_choices=frozenset({"auto"})),
-        ServerProfile("vllm", "vLLM"),
-        ServerProfile("llama-server", "llama.cpp llama-server"),
+        ServerProfile(
+            "ollama",
+            "Ollama",
+            tool_choices=frozenset({"auto"}),
+            checks_model_id=True,
+            prompt_rate=_LOCAL_RATE,
+        ),
+        ServerProfile("vllm", "vLLM", checks_model_id=True, prompt_rate=_LOCAL_RATE),
+        # llama-server ignores a named tool_choice ("Wrong type supplied for parameter
+        # 'tool_choice'") and answers any model id with the model it has.
+        ServerProfile(
+            "llama-server",
+            "llama.cpp llama-server",
+            tool_choices=frozenset({"auto", "required", "none"}),
+            default_max_tokens=_LOCAL_MAX_TOKENS,
+            checks_model_id=True,
+            progress=True,
+            prompt_rate=_LOCAL_RATE,
+        ),
+        # chatml-function-calling: "auto" is a grammar-constrained decision step that small
+        # models fail (junk or nothing); "required" is not implemented (read as "none").
         ServerProfile(
             "llama-cpp-python",
             "llama-cpp-python server",
             stream_tools=False,
             tool_choices=frozenset({"auto", "none", "named"}),
             tool_results_as_user=True,
+            default_max_tokens=_LOCAL_MAX_TOKENS,
+            checks_model_id=True,
+            prompt_rate=_LOCAL_RATE,
+            tool_strategy="named-then-none",
         ),
-        ServerProfile("lmstudio", "LM Studio"),
-        ServerProfile("openrouter", "OpenRouter", api_key_env="OPENROUTER_API_KEY"),
+        ServerProfile("lmstudio", "LM Studio", prompt_rate=_LOCAL_RATE),
+        ServerProfile("openrouter", "OpenRouter", api_key_env="OPENROUTER_API_KEY", hosted=True),
         ServerProfile(
             "gemini",
             "Gemini (OpenAI-compatible endpoint)",
             api_key_env="GEMINI_API_KEY",
             parallel_tool_calls=False,
+            hosted=True,
         ),
     )
 }
@@ -111,7 +165,7 @@ _PORTS = {11434: "ollama", 1234: "lmstudio", 8080: "llama-server"}
 
 _OWNERS = {"me": "llama-cpp-python", "llamacpp": "llama-server", "vllm": "vllm"}
 """``owned_by`` of the models a server lists at ``GET /models`` -> its profile (each server's own
-source sets these; docs/MODEL-SERVERS.md)."""
+source sets these; docs/model-servers.md)."""
 
 
 def profile_from_models(payload: object) -> ServerProfile | None:

@@ -36,6 +36,7 @@ __all__ = [
     "Notice",
     "RequestSent",
     "TOOL_CHOICES",
+    "TextCallsRecovered",
     "TextChunk",
     "ToolCallPart",
     "ToolCallRequest",
@@ -133,8 +134,11 @@ class ModelSettings:
     Time limits of one model request: ``first_byte_timeout`` seconds of silence before a streamed
     answer starts (a non-streamed answer, generated whole before the server sends a byte, gets
     ``timeout``), then ``timeout`` seconds between received chunks; ``deadline`` bounds the
-    whole wait for the answer to start, across retries and backoff waits. A request that got no
-    answer in time is not retried (a busy server would only get busier).
+    whole wait for the answer to start, across retries and backoff waits; ``total_timeout``
+    bounds the whole call, streaming included. A request that got no answer in time is not
+    retried (a busy server would only get busier). SSE keep-alive comments are not an answer.
+    On local servers the first two grow with the prompt (a server reading a long prompt is not
+    a hung one; llama-server also streams its reading progress).
     """
 
     temperature: float | None = None
@@ -147,6 +151,8 @@ class ModelSettings:
     """Seconds of silence allowed before a streamed answer's first byte."""
     deadline: float | None = 60.0
     """Seconds one model request may wait for its answer to start, across all retries."""
+    total_timeout: float | None = 600.0
+    """Seconds one model call may take in all, from the request to the answer's last byte."""
     max_retries: int = 3
     """Retries on HTTP 429 and 5xx and failed connections (exponential backoff, honouring
     ``Retry-After``), within ``deadline``."""
@@ -161,14 +167,14 @@ class ModelSettings:
                 raise ConfigurationError(
                     f"ModelSettings.{name} must be a positive number, got {value!r}"
                 )
-        if self.deadline is not None and (
-            isinstance(self.deadline, bool)
-            or not isinstance(self.deadline, (int, float))
-            or self.deadline <= 0
-        ):
-            raise ConfigurationError(
-                f"ModelSettings.deadline must be a positive number or None, got {self.deadline!r}"
-            )
+        for name in ("deadline", "total_timeout"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
+            ):
+                raise ConfigurationError(
+                    f"ModelSettings.{name} must be a positive number or None, got {value!r}"
+                )
         if self.tool_choice is not None:
             check_tool_choice(self.tool_choice, "ModelSettings")
 
@@ -181,6 +187,7 @@ class ModelSettings:
             "first_byte_timeout": self.first_byte_timeout,
             "timeout": self.timeout,
             "deadline": self.deadline,
+            "total_timeout": self.total_timeout,
             "max_retries": self.max_retries,
         }
 
@@ -266,6 +273,17 @@ class Notice:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class TextCallsRecovered:
+    """The answer text streamed so far was tool calls written as text: it is taken back, and
+    the :class:`ToolCallPart` events that follow are the calls read from it."""
+
+    text: str
+    """The raw text the calls were read from (kept in the trace)."""
+    form: str = "json"
+    """How the calls were written (``"json"``, ``"tool_call tags"``, ``"[TOOL_CALLS]"``...)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Finish:
     """The end of a model turn."""
 
@@ -295,7 +313,9 @@ class RequestSent:
                 "body": dict(self.body)}  # fmt: skip
 
 
-ModelEvent: TypeAlias = Union[TextChunk, ToolCallPart, UsageInfo, Finish, Notice, RequestSent]
+ModelEvent: TypeAlias = Union[
+    TextChunk, ToolCallPart, UsageInfo, Finish, Notice, RequestSent, TextCallsRecovered
+]
 """One item of a model's stream."""
 
 
@@ -331,6 +351,9 @@ class ModelResponse:
     request: RequestSent | None = None
     """The last :class:`RequestSent` of the stream (``None``: the model sends nothing over the
     wire, e.g. the offline models)."""
+    recovered_text: str | None = None
+    """The raw answer text the tool calls were read from (:class:`TextCallsRecovered`), else
+    ``None``."""
 
     def to_message(self) -> AssistantMessage:
         """This turn as an :class:`AssistantMessage` for the conversation history."""
@@ -347,6 +370,7 @@ async def collect(
     stop_reason = ""
     notices: list[str] = []
     sent: RequestSent | None = None
+    recovered: str | None = None
     async for event in stream:
         if isinstance(event, TextChunk):
             text.append(event.text)
@@ -362,6 +386,9 @@ async def collect(
             notices.append(event.text)
         elif isinstance(event, RequestSent):
             sent = event
+        elif isinstance(event, TextCallsRecovered):
+            recovered = event.text
+            text.clear()
     if not stop_reason:
         stop_reason = "tool_calls" if calls else "end_turn"
     return ModelResponse(
@@ -371,4 +398,5 @@ async def collect(
         stop_reason=stop_reason,
         notices=tuple(notices),
         request=sent,
+        recovered_text=recovered,
     )

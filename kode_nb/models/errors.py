@@ -6,6 +6,7 @@
         │                          429/5xx); carries ``status`` and the (redacted) ``body``
         ├── ModelConnectionError   no response: connection failed or timed out (after retries)
         ├── ModelProtocolError     the stream was malformed, reported an error, or was cut off
+        ├── ModelNotFoundError     the server does not serve the model id asked for
         ├── ScriptExhausted        a ScriptedModel was asked for more turns than it was given
         ├── ScriptMismatch         a scripted tool call does not fit the request's tools
         └── ReplayDivergedError    a replayed run's request differs from the recorded one
@@ -22,6 +23,7 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
+    "ModelNotFoundError",
     "ModelProtocolError",
     "ReplayDivergedError",
     "ScriptExhausted",
@@ -61,6 +63,21 @@ class ModelConnectionError(ModelError):
 
 class ModelProtocolError(ModelError):
     """The response stream was malformed, reported an error, or ended before its end marker."""
+
+
+class ModelNotFoundError(ModelError):
+    """The server's ``GET /models`` list does not hold the model id a request asked for."""
+
+    def __init__(self, model: str, base_url: str, listed: tuple[str, ...]) -> None:
+        self.model = model
+        """The model id asked for."""
+        self.listed = listed
+        """The ids the server lists."""
+        super().__init__(
+            f"the server at {base_url} does not serve the model {model!r}; it lists: "
+            f"{', '.join(repr(i) for i in listed) or 'no models'} (use one of these as the "
+            "model id, e.g. 'openai-compatible:URL#ID')"
+        )
 
 
 class ScriptExhausted(ModelError):

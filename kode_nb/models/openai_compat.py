@@ -15,11 +15,23 @@ pieces; usage from the final chunk (``None`` counts when the server sends none).
 passed through as text, even when malformed. A whole JSON answer (``stream=False``, or a server
 that answers a streamed request with JSON) gives the same events from ``choices[0].message``.
 
-Servers differ (:mod:`kode_nb.models._profiles`, ``docs/MODEL-SERVERS.md``): ``tool_choice`` is
-always sent with tools (``"auto"`` unless set); an assistant turn with only tool calls has
-``"content": ""``; a streamed request answered with no events at all is retried once without
-streaming, with a :class:`~kode_nb.models.Notice`, and the model then sends its requests with
-tools unstreamed.
+Servers differ (:mod:`kode_nb.models._profiles`, ``docs/model-servers.md``): ``tool_choice`` is
+always sent with tools (``"auto"`` unless set; a form the server does not honour is replaced by
+the closest one it does, with a :class:`~kode_nb.models.Notice`, never dropped); an assistant turn
+with only tool calls has ``"content": ""``; a streamed request answered with no events at all is
+retried once without streaming, with a notice, and the model then sends its requests with tools
+unstreamed.
+
+A server that is not a hosted provider is identified before the first request, once per base URL
+for the process (:mod:`kode_nb.models._servers`): its ``GET /models`` listing names the profile
+(when none was given) and the model ids it serves; asking a server whose profile checks ids for
+one it does not list raises :class:`~kode_nb.models.ModelNotFoundError` naming those it does.
+
+Tool calls written as text (:mod:`kode_nb.models._text_calls`): when the server returned no
+``tool_calls`` and the answer text is nothing but calls to offered tools, the text is taken back
+(:class:`~kode_nb.models.TextCallsRecovered`, with the raw text) and the calls are yielded as
+calls; ``text_calls=False`` (or a profile without ``text_calls``) turns this off. An answer with
+neither text nor calls to a request offering tools gets a notice naming the server's limitation.
 
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
@@ -36,7 +48,7 @@ own schema) before the call is handed on: defaults apply, a nullable argument ke
 
 from __future__ import annotations
 
-import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -49,12 +61,9 @@ import httpx
 from kode_nb.errors import ConfigurationError
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
-from kode_nb.models._profiles import (
-    ServerProfile,
-    detect_profile,
-    get_profile,
-    profile_from_models,
-)
+from kode_nb.models._profiles import ServerProfile, detect_profile, get_profile
+from kode_nb.models._servers import identify, known_server
+from kode_nb.models._text_calls import parse_text_calls
 from kode_nb.models.base import (
     TOOL_CHOICES,
     AssistantMessage,
@@ -63,6 +72,7 @@ from kode_nb.models.base import (
     ModelRequest,
     Notice,
     RequestSent,
+    TextCallsRecovered,
     TextChunk,
     ToolCallPart,
     ToolResultMessage,
@@ -71,7 +81,7 @@ from kode_nb.models.base import (
     UserMessage,
     check_tool_choice,
 )
-from kode_nb.models.errors import ModelProtocolError
+from kode_nb.models.errors import ModelNotFoundError, ModelProtocolError
 from kode_nb.tools._schema_dialects import drop_strict_nulls, openai_strict_schema
 from kode_nb.types import ImageBlock
 
@@ -81,8 +91,12 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 logger = logging.getLogger("kode_nb.models")
 
-IDENTIFY_TIMEOUT = 3.0
-"""Seconds a ``generic`` server has to answer ``GET /models`` (see :meth:`OpenAIChatModel._identify`)."""
+ANSWER_NUDGE = "Answer my question using the tool result above, in plain words."
+"""Sent (on the wire only) after the tool results to a model that writes its calls as text."""
+
+_PROMPT_FREE_TOKENS = 500
+"""Prompt tokens the plain first-response limit covers; longer prompts get more time (the
+profile's ``prompt_rate``)."""
 
 _STOP_REASONS = {
     "stop": "end_turn",
@@ -134,6 +148,7 @@ class OpenAIChatModel(HttpModel):
         tool_choice: str | None = None,
         stream: bool = True,
         api_version: str | None = None,
+        text_calls: bool | None = None,
     ) -> None:
         found = detect_profile(base_url) if profile is None else get_profile(profile)
         if api_key_env is _UNSET:
@@ -170,9 +185,18 @@ class OpenAIChatModel(HttpModel):
         self._given_stream_usage = stream_usage
         self._given_strict = strict
         self._given_api_version = api_version
-        self.identified = profile is not None or found.name != "generic"
-        """The kind of server is known (named, detected from the URL, or identified by its
-        ``GET /models`` answer before the first request with tool results)."""
+        if text_calls is not None and not isinstance(text_calls, bool):
+            raise ConfigurationError(
+                f"{self.name}: text_calls must be True, False or None, got {text_calls!r}"
+            )
+        self._given_text_calls = text_calls
+        self._profile_given = profile is not None
+        self.identified = found.hosted
+        """The server has been asked what it is (``GET /models``, before the first request;
+        hosted providers never are)."""
+        self.calls_as_text = False
+        """The model has written its tool calls as text (they were recovered): after tool
+        results it is sent no tools, so that it answers (small models call again otherwise)."""
         self._use_profile(found)
 
     def _use_profile(self, found: ServerProfile) -> None:
@@ -191,6 +215,9 @@ class OpenAIChatModel(HttpModel):
         self.no_stream_with_tools = not found.stream_tools
         """Requests offering tools go unstreamed (the profile says so, or the server answered a
         streamed one with nothing)."""
+        given = self._given_text_calls
+        self.text_calls = found.text_calls if given is None else given
+        """Read tool calls written as text as calls (see the module docstring)."""
 
     def __repr__(self) -> str:  # never shows the key
         return (
@@ -207,24 +234,54 @@ class OpenAIChatModel(HttpModel):
             "tool_choice": self.tool_choice or "auto",
             "stream": self.stream_answers,
             "stream_with_tools": self.stream_answers and not self.no_stream_with_tools,
+            "tool_strategy": self.profile.tool_strategy,
+            "text_calls": self.text_calls,
         }
 
+    async def prepare(self) -> None:
+        """Identify the server now (once per base URL for the process; never raises), so its
+        profile is known before the first request and shows on the run."""
+        if not self.identified:
+            await self._identify(self._headers(None))
+
+    def _headers(self, key: str | None) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if key:
+            if self.profile.api_key_header.lower() == "authorization":
+                headers["Authorization"] = f"Bearer {key}"
+            else:
+                headers[self.profile.api_key_header] = key
+        return headers
+
     def _tool_choice(self, request: ModelRequest) -> tuple[Any, str | None]:
-        """``(value to send or None, notice)`` for the request's tool choice."""
-        choice = request.settings.tool_choice or self.tool_choice or "auto"
+        """``(value to send, notice)`` for the request's tool choice: a form the server does
+        not honour becomes the closest one it does (never nothing: some servers read a missing
+        ``tool_choice`` as ``"none"``), and the notice says so."""
+        given = request.settings.tool_choice or self.tool_choice
+        choice = given or "auto"
+        names = [spec.name for spec in request.tools]
         form = choice if choice in TOOL_CHOICES else "named"
-        if form == "named" and choice not in {spec.name for spec in request.tools}:
+        if form == "named" and choice not in names:
             raise ConfigurationError(
                 f"{self.name}: tool_choice {choice!r} names no offered tool; offered: "
-                f"{', '.join(spec.name for spec in request.tools) or 'none'}"
+                f"{', '.join(names) or 'none'}"
             )
-        if form not in self.profile.tool_choices:
-            return None, (
-                f"tool_choice {choice!r} is not supported by {self.profile.title}; not sent"
+        notes = []
+        if self.profile.tool_strategy == "named-then-none" and given is None:
+            choice, form, note = _named_then_none(request, names, self.profile.tool_choices)
+            notes.append(note)
+        supported = self.profile.tool_choices
+        if form not in supported:
+            fallback = _fallback(form, names, supported)
+            notes.append(
+                f"tool_choice {choice!r} is not supported by {self.profile.title}; sent "
+                f"{fallback if isinstance(fallback, str) else names[0]!r} instead"
             )
+            choice = fallback
+            form = choice if choice in TOOL_CHOICES else "named"
         if form == "named":
-            return {"type": "function", "function": {"name": choice}}, None
-        return choice, None
+            return {"type": "function", "function": {"name": choice}}, "; ".join(notes) or None
+        return choice, "; ".join(notes) or None
 
     def wants_stream(self, request: ModelRequest) -> bool:
         """Whether ``request`` goes out streamed."""
@@ -259,26 +316,47 @@ class OpenAIChatModel(HttpModel):
         settings = request.settings
         if settings.temperature is not None:
             body["temperature"] = settings.temperature
-        if settings.max_tokens is not None:
-            body[self.max_tokens_field] = settings.max_tokens
+        max_tokens = settings.max_tokens or self.profile.default_max_tokens
+        if max_tokens is not None:
+            body[self.max_tokens_field] = max_tokens
+        if streamed and self.profile.progress:
+            body["return_progress"] = True
         body.update(self.extra_body)
         return body
+
+    def _allowance(self, body: Mapping[str, Any]) -> float:
+        """Extra seconds for the answer to start: the time a local server may take to read a
+        prompt longer than the plain limit covers (about 4 characters a token)."""
+        rate = self.profile.prompt_rate
+        if not rate:
+            return 0.0
+        size = sum(len(json.dumps(body.get(k) or "")) for k in ("messages", "tools"))
+        return max(size / 4 - _PROMPT_FREE_TOKENS, 0.0) / rate
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         return self._stream(request)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         key = self._key()
-        headers = {"Accept": "text/event-stream"}
-        if key:
-            if self.profile.api_key_header.lower() == "authorization":
-                headers["Authorization"] = f"Bearer {key}"
-            else:
-                headers[self.profile.api_key_header] = key
-        if not self.identified and any(isinstance(m, ToolResultMessage) for m in request.messages):
+        headers = self._headers(key)
+        if not self.identified:
             notice = await self._identify(headers)
             if notice:
                 yield Notice(text=notice)
+        info = known_server(self.base_url, self.http_client)
+        if info is not None and not info.serves(self.model):
+            assert info.model_ids is not None
+            if self.profile.checks_model_id:
+                raise ModelNotFoundError(self.model, self.base_url, info.model_ids)
+            yield Notice(text=f"the server does not list the model {self.model!r} "
+                         f"(it lists {', '.join(info.model_ids)})")  # fmt: skip
+        if self.calls_as_text and request.tools and _answered(request.messages):
+            request = dataclasses.replace(
+                request, tools=(), messages=(*request.messages, UserMessage(content=ANSWER_NUDGE))
+            )
+            yield Notice(text="tool strategy answer-after-text-calls: this model writes its calls "
+                         "as text, and offered tools again after a result it calls again instead "
+                         "of answering; this request offers none and asks for the answer")  # fmt: skip
         if request.tools:
             _, notice = self._tool_choice(request)
             if notice:
@@ -312,30 +390,47 @@ class OpenAIChatModel(HttpModel):
             yield Notice(text="the server answered a streamed request with a whole JSON answer")
         for part in state.pending_calls():
             yield part
+        if request.tools and not state.calls:
+            for event in self._text_answer(request, "".join(state.text)):
+                state.recovered = state.recovered or isinstance(event, TextCallsRecovered)
+                yield event
+            self.calls_as_text = self.calls_as_text or state.recovered
+            if state.recovered:
+                state.finish_reason = "tool_calls"
         yield state.usage  # None counts when the server sent none: shown as unknown, never 0
         yield Finish(stop_reason=state.stop_reason())
 
+    def _text_answer(self, request: ModelRequest, text: str) -> list[ModelEvent]:
+        """For an answer without tool calls to a request offering tools: the calls written as
+        its text (taken back, then yielded as calls), or a notice when it is empty."""
+        if not text.strip():
+            return [Notice(text=f"{self.profile.title} returned neither text nor a tool call: "
+                           f"{_EMPTY_HINTS.get(self.profile.name, _EMPTY_HINT)}")]  # fmt: skip
+        if not self.text_calls:
+            return []
+        calls = parse_text_calls(text, {spec.name for spec in request.tools})
+        if calls is None:
+            return []
+        out: list[ModelEvent] = [TextCallsRecovered(text=text)]
+        out.extend(
+            ToolCallPart(id=f"text_call_{i}", name=c.name, arguments=c.arguments)
+            for i, c in enumerate(calls, 1)
+        )
+        out.append(Notice(text=f"{len(calls)} tool call(s) recovered from the answer text "
+                          "(the server returned none; OpenAIChatModel(text_calls=False) "
+                          "turns this off)"))  # fmt: skip
+        return out
+
     async def _identify(self, headers: Mapping[str, str]) -> str | None:
-        """Ask a ``generic`` server what it is (``GET /models``, once, at most
-        :data:`IDENTIFY_TIMEOUT` seconds); any failure leaves it ``generic``. Returns the notice
-        for the trace when that changes what is sent."""
+        """Ask the server what it is (``GET /models``, once per base URL for the process); a
+        profile it names is taken when none was given. Returns the notice for the trace when
+        that changes what is sent."""
         self.identified = True
-        client = self.http_client or httpx.AsyncClient()
-        try:
-            response = await asyncio.wait_for(
-                client.get(
-                    self.base_url + "/models", headers=dict(headers), timeout=IDENTIFY_TIMEOUT
-                ),
-                IDENTIFY_TIMEOUT,
-            )
-            found = profile_from_models(response.json()) if response.status_code == 200 else None
-        except Exception as exc:  # whatever the server does, it stays generic
-            logger.debug("%s: GET /models did not identify the server: %r", self.name, exc)
-            found = None
-        finally:
-            if self.http_client is None:
-                await client.aclose()
-        if found is None:
+        info = await identify(
+            await self._client(), self.base_url, headers, own_client=self.http_client
+        )
+        found = info.profile
+        if found is None or self._profile_given or found is self.profile:
             return None
         self._use_profile(found)
         note = f"the server is a {found.title} (from its GET /models answer)"
@@ -360,8 +455,9 @@ class OpenAIChatModel(HttpModel):
                           body=body)  # fmt: skip
         done = False
         sse = self._sse(
-            "/chat/completions", body, headers, request.settings, [key or ""], params=params
-        )
+            "/chat/completions", body, headers, request.settings, [key or ""], params=params,
+            allowance=self._allowance(body),
+        )  # fmt: skip
         async with aclosing(sse) as events:  # closes the response at [DONE] and on errors
             async for event in events:
                 if event.event == "json":
@@ -407,6 +503,10 @@ class _StreamState:
     usage: UsageInfo = field(default_factory=UsageInfo)
     strict: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     """The own schema of each tool offered in strict mode, by name."""
+    text: list[str] = field(default_factory=list)
+    """The answer text received."""
+    recovered: bool = False
+    """Tool calls were read from the answer text."""
 
     def feed(self, chunk: Any, model: str) -> list[ModelEvent]:
         self.chunks += 1
@@ -425,6 +525,7 @@ class _StreamState:
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if isinstance(content, str) and content:
+            self.text.append(content)
             out.append(TextChunk(text=content))
         for fragment in delta.get("tool_calls") or []:
             self._add_fragment(fragment)
@@ -460,6 +561,7 @@ class _StreamState:
         out: list[ModelEvent] = []
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str) and content:
+            self.text.append(content)
             out.append(TextChunk(text=content))
         for index, call in enumerate((message.get("tool_calls") or []) if message else []):
             if isinstance(call, dict):
@@ -508,6 +610,54 @@ class _StreamState:
         if self.calls and reason == "end_turn":  # Ollama and others say "stop" with tool calls
             return "tool_calls"
         return reason
+
+
+_EMPTY_HINT = (
+    "small models on local servers do this when they cannot decide between answering and "
+    "calling a tool; try a larger model, or Agent(tool_choice=...) to force the first call"
+)
+_EMPTY_HINTS = {
+    "llama-cpp-python": (
+        "its chatml-function-calling 'auto' step asks the model to choose between a message and "
+        "a function first, and small models often choose neither; the profile's "
+        "'named-then-none' strategy forces the call when one tool is offered"
+    ),
+}
+
+
+def _answered(messages: tuple[Any, ...]) -> bool:
+    """The conversation ends with tool results, none of them an error (after an error the
+    model keeps its tools, to call again with other arguments)."""
+    results = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolResultMessage):
+            break
+        results.append(message)
+    return bool(results) and not any(r.is_error for r in results)
+
+
+def _named_then_none(
+    request: ModelRequest, names: list[str], supported: frozenset[str]
+) -> tuple[str, str, str]:
+    """The ``named-then-none`` strategy's ``(choice, form, note)`` for a request left to
+    ``auto``: after tool results ``"none"``; before, the one offered tool by name (or
+    ``"required"``, else ``"auto"``, when several are offered)."""
+    if request.messages and isinstance(request.messages[-1], ToolResultMessage):
+        return "none", "none", "tool strategy named-then-none: 'none' after the tool results"
+    if len(names) == 1 and "named" in supported:
+        return names[0], "named", f"tool strategy named-then-none: forced {names[0]!r}"
+    choice = "required" if "required" in supported else "auto"
+    return choice, choice, f"tool strategy named-then-none: {choice!r} ({len(names)} tools)"
+
+
+def _fallback(form: str, names: list[str], supported: frozenset[str]) -> str:
+    """The supported tool choice closest to ``form``: a forced choice stays forced where it
+    can (one tool by name <-> ``required``), anything else becomes ``"auto"``."""
+    if form == "named" and "required" in supported:
+        return "required"
+    if form == "required" and "named" in supported and len(names) == 1:
+        return names[0]
+    return "auto" if "auto" in supported else sorted(supported - {"named"})[0]
 
 
 def _count(value: Any) -> int | None:

@@ -210,13 +210,34 @@ async def test_missing_or_repeated_call_ids_are_made_unique(tools: ToolRegistry)
 
 
 async def test_max_turns_ends_a_run_that_keeps_calling_tools(tools: ToolRegistry) -> None:
-    model = ScriptedModel([call("add", a=1, b=1)] * 5)
+    model = ScriptedModel([call("add", a=i, b=1) for i in range(5)])
     result = await Agent(model=model, tools=["add"], max_turns=3).run("loop")
     assert result.status == "max_turns"
     assert result.turns == 3
     assert result.output is None
     assert "max_turns=3" in (result.error or "")
     assert isinstance(result.messages[-1], ToolResultMessage)  # every call was answered
+
+
+async def test_the_same_call_repeated_ends_the_run_naming_the_cause(tools: ToolRegistry) -> None:
+    model = ScriptedModel([call("add", a=1, b=1), call("add", b=1, a=1), call("add", a=1, b=1),
+                           "unreached"])  # fmt: skip
+    result = await Agent(model=model, tools=["add"], max_turns=10).run("loop")
+    assert result.status == "error"
+    assert result.turns == 3
+    assert "called add with the same arguments 3 times" in (result.error or "")
+    assert "Agent(max_repeated_calls=...)" in (result.error or "")
+    ran = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert len(ran) == 2  # the third identical call was not run
+    events = [e for s in result.trace.spans() for e in s.events if e["name"] == "repeated_call"]
+    assert len(events) == 1
+
+
+async def test_max_repeated_calls_none_allows_repeats(tools: ToolRegistry) -> None:
+    model = ScriptedModel([call("add", a=1, b=1)] * 3 + ["done"])
+    result = await Agent(model=model, tools=["add"], max_repeated_calls=None).run("loop")
+    assert result.status == "completed"
+    assert result.output == "done"
 
 
 async def test_a_slow_tool_is_cancelled_when_the_time_limit_passes(registry: ToolRegistry) -> None:

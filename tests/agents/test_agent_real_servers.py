@@ -158,13 +158,16 @@ class LlamaCppPythonDouble:
             return _reply("llamacpppython_recorded_models.json", 200, "application/json")
         body = json.loads(request.content)
         self.bodies.append(body)
+        seen = [m for m in body["messages"] if m["role"] != "tool"]  # what the template keeps
+        result = seen[-1]["role"] == "user" and "Result of get_weather" in seen[-1]["content"]
+        if body.get("tool_choice") == "none" and result:  # answered whole, also when streamed
+            return _reply("llamacpppython_answer.json", 200, "application/json")
         if any(m.get("content") is None for m in body["messages"]):
             return _reply("llamacpppython_500.json", 500, "application/json")
         if body.get("tools") and body.get("tool_choice") == "auto":
             if body.get("stream"):
                 return _reply("llamacpppython_stream_tools_empty.txt", 200, "text/event-stream")
-            seen = [m for m in body["messages"] if m["role"] != "tool"]  # what the template keeps
-            if seen[-1]["role"] == "user" and "Result of get_weather" in seen[-1]["content"]:
+            if result:
                 return _reply("llamacpppython_answer.json", 200, "application/json")
             return _reply("llamacpppython_tool_call.json", 200, "application/json")
         if body.get("stream"):
@@ -181,7 +184,9 @@ def _reply(name: str, status: int, kind: str) -> httpx.Response:
 async def test_defaults_work_against_a_llama_cpp_python_server(tools: ToolRegistry) -> None:
     double = LlamaCppPythonDouble()
     async with httpx.AsyncClient(transport=httpx.MockTransport(double.handler)) as client:
-        model = resolve_model("openai-compatible:http://127.0.0.1:8000/v1#qwen", http_client=client)
+        model = resolve_model(
+            "openai-compatible:http://127.0.0.1:8000/v1#gemma.gguf", http_client=client
+        )
         agent = Agent(model=model, tools=["get_weather", "get_time"])
         result = await agent.run("Weather in Paris?")
         second = await agent.run("And now?")
@@ -189,30 +194,34 @@ async def test_defaults_work_against_a_llama_cpp_python_server(tools: ToolRegist
     assert result.output == "It is 18 degrees and sunny in Paris."
     tool_spans = [s for s in result.trace.spans() if s.kind == "tool_call"]
     assert [s.name for s in tool_spans] == ["execute_tool get_weather"]
-    assert [b["stream"] for b in double.bodies[:3]] == [True, False, False]
-    assistant = [m for m in double.bodies[2]["messages"] if m["role"] == "assistant"]
+    assert double.listed == 1  # asked once what the server is, before the first request
+    assert result.trace.root.attributes["settings"]["profile"] == "llama-cpp-python"
+    assert result.trace.root.attributes["settings"]["tool_strategy"] == "named-then-none"
+    # known before the first request: never streamed with "auto", so never an empty answer
+    assert [(b["stream"], b["tool_choice"]) for b in double.bodies[:2]] == [
+        (False, "auto"), (False, "none")
+    ]  # fmt: skip
+    assistant = [m for m in double.bodies[1]["messages"] if m["role"] == "assistant"]
     assert assistant[0]["content"] == ""
     assert assistant[0]["tool_calls"][0]["function"]["name"] == "get_weather"
-    last = double.bodies[2]["messages"][-1]
+    last = double.bodies[1]["messages"][-1]
     assert last["role"] == "user"  # not "tool": this server's template would drop it
     assert last["content"].startswith("Result of get_weather (call ")
     assert "18 C and sunny in Paris" in last["content"]
-    assert double.listed == 1  # asked once what the server is, before the first tool result
     assert repr(model).count("profile='llama-cpp-python'") == 1
     calls = [s for s in result.trace.spans() if s.kind == "model_call"]
-    assert "retried once without streaming" in calls[0].attributes["notices"][0]
-    assert "a llama-cpp-python server (from its GET /models answer)" in " ".join(
-        calls[1].attributes["notices"]
-    )
+    notices = " ".join(calls[0].attributes["notices"])
+    assert "tool strategy named-then-none: 'auto' (2 tools)" in notices
+    assert "'none' after the tool results" in " ".join(calls[1].attributes["notices"])
     assert result.usage.input_tokens == 214 + 251
     assert second.ok
-    assert double.bodies[3]["stream"] is False  # learned on the first run
+    assert double.bodies[2]["stream"] is False
 
 
 async def test_unknown_usage_stays_unknown_in_the_result(tools: ToolRegistry) -> None:
     double = LlamaCppPythonDouble()
     async with httpx.AsyncClient(transport=httpx.MockTransport(double.handler)) as client:
-        model = OpenAIChatModel("m", base_url="http://127.0.0.1:8000/v1", api_key_env=None, http_client=client)  # fmt: skip
+        model = OpenAIChatModel("gemma.gguf", base_url="http://127.0.0.1:8000/v1", api_key_env=None, http_client=client)  # fmt: skip
         result = await Agent(model=model).run("Capital of France?")
     assert result.output == "Paris."
     assert result.usage.input_tokens is None

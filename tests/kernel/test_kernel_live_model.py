@@ -1,17 +1,30 @@
-"""Opt-in: the agent loop, a subagent and ``%%ask`` against a real OpenAI-compatible server.
+"""The agent loop, a subagent and ``%%ask`` against a real OpenAI-compatible server, with kode_nb's
+defaults (no profile, no tool_choice, streaming on).
 
-Set ``KODE_NB_LIVE_URL`` to the server's base URL (``http://127.0.0.1:8000/v1``) and, if it
-serves several, ``KODE_NB_LIVE_MODEL`` to the model id (default: the first from ``/models``);
-``KODE_NB_LIVE_KEY`` if it wants a key. Unset, every test here is skipped with that reason, so CI
-stays offline. Everything runs with kode_nb's defaults: no profile, no tool_choice, streaming on.
-The README's "Real models" section says how to start a local server for this.
+``bash scripts/dev.sh test`` builds and starts llama.cpp's llama-server with a small model
+(``scripts/llama_server.sh``, cached outside the repository) and sets ``KODE_NB_LIVE_URL`` to its
+base URL (``http://127.0.0.1:PORT/v1``) and ``KODE_NB_LIVE_REQUIRED=1``, so a missing server fails
+these tests instead of skipping them. Elsewhere, unset, they are skipped with that reason.
+``KODE_NB_LIVE_MODEL`` picks the model id (default: the first from ``/models``),
+``KODE_NB_LIVE_KEY`` a key.
+
+No case can pass by accident: each asserts that the tool ran with the arguments asked for and
+that the answer carries the tool's result (a number the model cannot guess), or, for the failure
+cases, that the run ended with an error naming the cause.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import signal
+import subprocess
+import time
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,25 +35,40 @@ from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from .harness import Kernel
 
 URL = os.environ.get("KODE_NB_LIVE_URL", "").strip()
+REQUIRED = os.environ.get("KODE_NB_LIVE_REQUIRED", "") == "1"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "llama_server.sh"
+
+if REQUIRED and not URL:  # pragma: no cover - a broken CI set-up
+    raise RuntimeError(
+        "KODE_NB_LIVE_REQUIRED=1 but KODE_NB_LIVE_URL is not set: the llama-server step of "
+        "scripts/dev.sh test failed (see its output)"
+    )
 
 pytestmark = pytest.mark.skipif(
     not URL,
     reason="KODE_NB_LIVE_URL is not set (the base URL of an OpenAI-compatible server, e.g. "
-    "http://127.0.0.1:8000/v1); these tests need a real model server",
+    "http://127.0.0.1:8000/v1; scripts/dev.sh test starts llama-server for it)",
 )
 
+A, B = 48213, 91877
+SUM = A + B  # 140090: a number the model cannot answer without the tool
+NUMBERS = [(48213, 91877), (30517, 66284), (71409, 12836), (55120, 38967), (20483, 77719)][
+    : int(os.environ.get("KODE_NB_LIVE_TRIES", "5"))
+]
+"""One try per pair: every round-trip case must succeed in all but one of its tries."""
 
-def model_id() -> str:
+
+def model_id(url: str = URL) -> str:
     given = os.environ.get("KODE_NB_LIVE_MODEL", "").strip()
     if given:
         return given
-    with urllib.request.urlopen(URL.rstrip("/") + "/models", timeout=10) as response:
+    with urllib.request.urlopen(url.rstrip("/") + "/models", timeout=10) as response:
         listed = json.load(response)
     return str(listed["data"][0]["id"])
 
 
-def model_name() -> str:
-    return f"openai-compatible:{URL}#{model_id()}"
+def model_name(url: str = URL, model: str | None = None) -> str:
+    return f"openai-compatible:{url}#{model or model_id(url)}"
 
 
 def model_options() -> dict[str, Any]:
@@ -48,9 +76,31 @@ def model_options() -> dict[str, Any]:
     return {"api_key": key} if key else {}
 
 
+def live_model(url: str = URL, model: str | None = None) -> Any:
+    from kode_nb.models import resolve_model
+
+    return resolve_model(model_name(url, model), **model_options())
+
+
+def uses(answer: object, number: int) -> bool:
+    """``answer`` states ``number`` (digits, with or without thousands separators)."""
+    digits = re.sub(r"(?<=\d)[,_ .](?=\d{3}\b)", "", str(answer))
+    return str(number) in digits
+
+
 @pytest.fixture
-def weather_tools(registry: ToolRegistry) -> list[str]:
-    calls: list[str] = []
+def tools(registry: ToolRegistry) -> list[tuple[str, dict[str, Any]]]:
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def add(a: int, b: int) -> str:
+        """Add two integers exactly.
+
+        Args:
+            a: The first integer.
+            b: The second integer.
+        """
+        calls.append(("add", {"a": a, "b": b}))
+        return f"{a} + {b} = {a + b}"
 
     def get_weather(city: str) -> str:
         """Get the current weather in a city.
@@ -58,87 +108,197 @@ def weather_tools(registry: ToolRegistry) -> list[str]:
         Args:
             city: The city name, e.g. Paris.
         """
-        calls.append(city)
-        return f"It is 18 degrees Celsius and sunny in {city}."
+        calls.append(("get_weather", {"city": city}))
+        return f"It is 17 degrees Celsius and foggy in {city}."
 
-    def get_time(timezone: str) -> str:
-        """Get the current time in a time zone.
-
-        Args:
-            timezone: An IANA time zone, e.g. Europe/Paris.
-        """
-        return f"It is 12:00 in {timezone}."
-
+    define_tool(add, inline=True)
     define_tool(get_weather, inline=True)
-    define_tool(get_time, inline=True)
     return calls
 
 
-@pytest.mark.anyio
-async def test_an_agent_with_two_tools_calls_one_and_answers(weather_tools: list[str]) -> None:
-    from kode_nb.models import resolve_model
+def called(result: Any) -> list[Any]:
+    return [s.attributes.get("arguments") for s in result.trace.spans() if s.kind == "tool_call"]
 
-    agent = Agent(
-        model=resolve_model(model_name(), **model_options()),
-        system_prompt="You answer questions about the weather. Use the tools.",
-        tools=["get_weather", "get_time"],
-        max_turns=4,
-    )
-    result = await agent.run("What is the weather in Paris right now?")
-    assert result.status == "completed", result.error
-    assert weather_tools, f"no tool call; the model answered: {result.output!r}"
-    tool_messages = [m for m in result.messages if type(m).__name__ == "ToolResultMessage"]
-    assert tool_messages, "the tool result did not go back to the model"
-    assert isinstance(result.output, str)
-    assert result.output.strip(), f"empty final answer; warnings: {result.warnings}"
+
+def check_tries(scenario: str, failures: list[str | None]) -> None:
+    """At least all but one of the tries succeeded (4 of 5 by default); the counts are appended
+    to ``KODE_NB_LIVE_REPORT`` when set."""
+    ok = failures.count(None)
+    report = os.environ.get("KODE_NB_LIVE_REPORT")
+    if report:
+        with open(report, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"scenario": scenario, "tries": len(failures), "ok": ok,
+                                  "failures": [f for f in failures if f]}) + "\n")  # fmt: skip
+    assert ok >= len(failures) - 1, f"{scenario}: {ok} of {len(failures)} round trips: {failures}"
 
 
 @pytest.mark.anyio
-async def test_a_subagent_runs_nested_in_the_trace(weather_tools: list[str]) -> None:
-    from kode_nb.models import resolve_model
+async def test_an_agent_with_two_tools_calls_the_right_one_and_uses_its_result(
+    tools: list[tuple[str, dict[str, Any]]],
+) -> None:
+    failures: list[str | None] = []
+    for a, b in NUMBERS:
+        tools.clear()
+        agent = Agent(model=live_model(), tools=["add", "get_weather"], max_turns=4)
+        result = await agent.run(f"What is {a} + {b}? Use the add tool.")
+        run = result.trace.root.attributes
+        assert run["settings"]["profile"] == "llama-server"  # known before the first request
+        failures.append(
+            f"status {result.status}: {result.error}" if result.status != "completed"
+            else f"no add({a}, {b}) call: {tools}" if ("add", {"a": a, "b": b}) not in tools
+            else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
+            else None
+        )  # fmt: skip
+    check_tries("agent with two tools", failures)
 
-    model = resolve_model(model_name(), **model_options())
+
+@pytest.mark.anyio
+async def test_a_subagent_is_called_and_its_answer_used(
+    tools: list[tuple[str, dict[str, Any]]],
+) -> None:
+    model = live_model()
     register_subagent(
         AgentDefinition(
-            name="weather_agent",
-            description="Finds the current weather in a city.",
+            name="calculator",
+            description="Adds two integers exactly with its add tool and says the sum.",
             input_config={"inputs": {"task": {"type": "string", "required": True}}},
-            system_prompt="Find the weather asked for with get_weather. Task: {task}",
-            tools=["get_weather"],
+            system_prompt="Use the add tool for: {task}. Then state the sum.",
+            tools=["add"],
             model=model,
             max_turns=3,
         )
     )
-    main = Agent(
-        model=model,
-        system_prompt="Delegate weather questions to weather_agent.",
-        tools=["weather_agent"],
-        tool_choice="weather_agent",  # a tiny model may not delegate on its own
-        max_turns=3,
-    )
-    result = await main.run("What is the weather in Oslo?")
-    assert result.status == "completed", result.error
-    runs = [s.name for s in result.trace.spans() if s.kind == "run"]
-    assert runs == ["main", "weather_agent"]
+    failures: list[str | None] = []
+    for a, b in NUMBERS:
+        tools.clear()
+        main = Agent(model=model, tools=["calculator", "get_weather"], max_turns=4)
+        result = await main.run(f"What is {a} + {b}? Use the calculator tool.")
+        runs = [s.name for s in result.trace.spans() if s.kind == "run"]
+        failures.append(
+            f"status {result.status}: {result.error}" if result.status != "completed"
+            else f"runs {runs}, answer {result.output!r}, calls {called(result)}" if runs != ["main", "calculator"]
+            else f"no add({a}, {b}) call: {tools}" if ("add", {"a": a, "b": b}) not in tools
+            else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
+            else None
+        )  # fmt: skip
+    check_tries("subagent", failures)
 
 
-def test_ask_in_a_real_kernel(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_ask_in_a_real_kernel_with_an_approval_clicked(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     kernel = Kernel(tmp_path_factory.mktemp("kernel"))
+    failures: list[str | None] = []
     try:
         kernel.ok("%load_ext kode_nb")
         kernel.ok(
-            '%%tool --kind read\ndef get_weather(city: str) -> str:\n    """Get the current '
-            'weather in a city.\n\n    Args:\n        city: The city name.\n    """\n'
-            '    return f"18 C and sunny in {city}."\n'
+            "%%tool --kind edit\nRAN = []\n\ndef add(a: int, b: int) -> str:\n"
+            '    """Add two integers exactly.\n\n    Args:\n        a: The first integer.\n'
+            '        b: The second integer.\n    """\n    RAN.append((a, b))\n'
+            "    return f'{a} + {b} = {a + b}'\n"
         )
         kernel.ok(
             "from kode_nb.models import resolve_model\n"
             f"live = resolve_model({model_name()!r}, **{model_options()!r})"
         )
-        run = kernel.ok("%%ask --model $live --tools get_weather --out h\nWeather in Rome?")
-        assert run.outputs[0]["text/plain"].startswith("agent main: running")
-        kernel.ok("r = await h", timeout=300)
-        assert kernel.value("r.status") == "completed", kernel.value("r.error")
-        assert kernel.value("bool(r.output.strip())") == "True"
+        for a, b in NUMBERS:
+            kernel.ok("RAN.clear()")
+            start = len(kernel.log)
+            run = kernel.ok(
+                f"%%ask --model $live --tools add --out h\nWhat is {a} + {b}? Use the add tool."
+            )
+            assert run.outputs[0]["text/plain"].startswith("agent main: running")
+            with contextlib.suppress(TimeoutError):  # no approval asked: the checks say so
+                kernel.click(kernel.button("Approve", start, timeout=120))  # the call waits
+            kernel.ok("r = await h", timeout=300)
+            status, ran = kernel.value("r.status"), kernel.value("RAN")
+            answer = kernel.value("r.output")
+            failures.append(
+                f"status {status}: {kernel.value('r.error')}" if status != "completed"
+                else f"add({a}, {b}) did not run: RAN={ran}" if ran != f"[({a}, {b})]"
+                else f"answer without the result: {answer}" if not uses(answer, a + b)
+                else None
+            )  # fmt: skip
     finally:
         kernel.close()
+    check_tries("%%ask in a kernel, approval clicked", failures)
+
+
+@pytest.mark.anyio
+async def test_a_wrong_model_name_is_an_error_naming_the_served_ids(
+    tools: list[tuple[str, dict[str, Any]]],
+) -> None:
+    agent = Agent(model=live_model(model="no-such-model"), tools=["add"], max_turns=2)
+    result = await agent.run(f"What is {A} + {B}?")
+    assert result.status == "error"
+    assert "does not serve the model 'no-such-model'" in str(result.error)
+    assert repr(model_id()) in str(result.error)
+    assert tools == []
+
+
+@pytest.mark.anyio
+async def test_a_prompt_over_the_context_window_is_an_error_naming_it(
+    tools: list[tuple[str, dict[str, Any]]],
+) -> None:
+    agent = Agent(model=live_model(), tools=["add"], max_turns=2)
+    result = await agent.run("Sum these: " + " ".join(str(i) for i in range(6000)))
+    assert result.status == "error"
+    assert re.search(r"HTTP 400.*context", str(result.error)), result.error
+    assert tools == []
+
+
+@pytest.fixture
+def own_server() -> Iterator[tuple[str, int]]:
+    """A second llama-server of our own, to kill."""
+    url, pid, _log = subprocess.run(
+        ["bash", str(SCRIPT), "start"], check=True, capture_output=True, text=True, timeout=600
+    ).stdout.split()
+    try:
+        yield url, int(pid)
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop", pid], check=False, timeout=30)
+
+
+@pytest.mark.anyio
+async def test_a_server_killed_mid_run_ends_it_with_an_error_naming_the_cause(
+    registry: ToolRegistry, own_server: tuple[str, int]
+) -> None:
+    url, pid = own_server
+    ran: list[int] = []
+
+    def add(a: int, b: int) -> str:
+        """Add two integers exactly.
+
+        Args:
+            a: The first integer.
+            b: The second integer.
+        """
+        ran.append(a + b)
+        os.kill(pid, signal.SIGKILL)  # the server dies while the run waits for this result
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return str(a + b)
+
+    define_tool(add, inline=True)
+    from kode_nb.models import ModelSettings
+
+    agent = Agent(
+        model=live_model(url),
+        tools=["add"],
+        max_turns=3,
+        settings=ModelSettings(max_retries=1),
+    )
+    result = await agent.run(f"What is {A} + {B}? Use the add tool.")
+    assert ran == [SUM], f"the tool was not called; {result.output!r}"
+    assert result.status == "error"
+    assert "no response from" in str(result.error), result.error
+    assert url in str(result.error)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

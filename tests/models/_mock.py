@@ -52,13 +52,19 @@ def dropped(name: str, events: int) -> httpx.Response:
 
 
 class MockServer:
-    """Serves ``replies`` in order (an exception is raised as a transport error)."""
+    """Serves ``replies`` in order (an exception is raised as a transport error).
 
-    def __init__(self, *replies: Reply) -> None:
+    The ``GET /models`` a model sends to identify the server is answered 404 and not recorded,
+    unless ``probes=True``: then it is served from ``replies`` like any request."""
+
+    def __init__(self, *replies: Reply, probes: bool = False) -> None:
         self.replies = list(replies)
         self.requests: list[httpx.Request] = []
+        self.probes = probes
 
     def handler(self, request: httpx.Request) -> httpx.Response:
+        if not self.probes and request.method == "GET" and request.url.path.endswith("/models"):
+            return httpx.Response(404, json={"error": "not found"})
         self.requests.append(request)
         if not self.replies:
             raise AssertionError(f"unexpected request #{len(self.requests)} to {request.url}")

@@ -1,5 +1,5 @@
 """Server profiles: detection, request shape per profile, and each documented quirk replayed from
-wire payloads (docs/MODEL-SERVERS.md lists the quirks and their sources)."""
+wire payloads (docs/model-servers.md lists the quirks and their sources)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def json_reply(name: str, status: int = 200) -> httpx.Response:
 def local(server: MockServer, client: httpx.AsyncClient, url: str, **kw: Any) -> OpenAIChatModel:
     kw.setdefault("retry_base_delay", 0.0)
     kw.setdefault("api_key_env", None)
-    return OpenAIChatModel("m", base_url=url, http_client=client, **kw)
+    return OpenAIChatModel(kw.pop("model_id", "m"), base_url=url, http_client=client, **kw)
 
 
 @pytest.mark.parametrize(
@@ -203,11 +203,12 @@ async def test_llama_cpp_python_profile_never_streams_requests_with_auto_tools()
     server = MockServer(json_reply("llamacpppython_tool_call.json"), sse("llamacpppython_text_stream.txt"))  # fmt: skip
     async with server.client() as client:
         model = local(server, client, "http://127.0.0.1:8000/v1", profile="llama-cpp-python")
-        response = await collect(model.stream(request()))
+        response = await collect(model.stream(request(tools=(WEATHER, TIME))))
         plain = await collect(model.stream(request(tools=())))
     assert server.body(0)["stream"] is False
+    assert server.body(0)["tool_choice"] == "auto"
     assert response.tool_calls[0].name == "get_weather"
-    assert "does not stream answers with tools" in response.notices[0]
+    assert "does not stream answers with tools" in response.notices[1]
     assert server.body(1)["stream"] is True
     assert plain.text == "Paris."
     assert plain.usage == UsageInfo()  # it sent none: unknown, not 0
@@ -219,8 +220,8 @@ async def test_llama_cpp_python_does_not_get_tool_choice_required() -> None:
     async with server.client() as client:
         model = local(server, client, "http://127.0.0.1:8000/v1", profile="llama-cpp-python")
         response = await collect(model.stream(request(tool_choice="required")))
-    assert "tool_choice" not in server.body()
-    assert "not supported by llama-cpp-python server" in response.notices[0]
+    assert server.body()["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert "not supported by llama-cpp-python server; sent 'get_weather'" in response.notices[0]
 
 
 async def test_an_assistant_turn_with_only_tool_calls_sends_empty_content_not_null() -> None:
@@ -326,7 +327,8 @@ async def test_ollama_only_gets_tool_choice_auto() -> None:
     async with server.client() as client:
         model = local(server, client, "http://127.0.0.1:11434/v1", tool_choice="required")
         response = await collect(model.stream(request()))
-    assert "tool_choice" not in server.body()
+    assert server.body()["tool_choice"] == "auto"  # the closest form it honours, never none
+    assert "not supported by Ollama; sent 'auto' instead" in response.notices[0]
     assert response.stop_reason == "tool_calls"  # Ollama says "stop" with tool calls
     assert response.usage == UsageInfo(input_tokens=160, output_tokens=18)
 
@@ -425,18 +427,21 @@ RESULT_HISTORY = (
 
 
 def models_reply(owners: list[str]) -> httpx.Response:
-    listed = [{"id": f"m{i}", "object": "model", "owned_by": o} for i, o in enumerate(owners)]
+    listed = [{"id": f"m{i}" if i else "m", "object": "model", "owned_by": o}
+              for i, o in enumerate(owners)]  # fmt: skip
     return httpx.Response(200, json={"object": "list", "data": listed})
 
 
-async def test_a_generic_server_is_identified_before_the_first_tool_result() -> None:
+async def test_a_generic_server_is_identified_before_the_first_request() -> None:
     server = MockServer(
         json_reply("llamacpppython_recorded_models.json"),  # recorded: owned_by "me"
         json_reply("llamacpppython_answer.json"),
         json_reply("llamacpppython_answer.json"),
+        probes=True,
     )
     async with server.client() as client:
-        model = local(server, client, "http://127.0.0.1:8000/v1", stream=False)
+        model = local(server, client, "http://127.0.0.1:8000/v1", stream=False,
+                      model_id="gemma.gguf")  # fmt: skip
         assert model.profile.name == "generic"
         response = await collect(model.stream(request(*RESULT_HISTORY, tools=(WEATHER, TIME))))
         await collect(model.stream(request(*RESULT_HISTORY, tools=(WEATHER, TIME))))
@@ -454,13 +459,16 @@ async def test_a_generic_server_is_identified_before_the_first_tool_result() -> 
     assert "tool results are sent as a user message" in response.notices[0]
 
 
-async def test_no_probe_before_a_request_without_tool_results() -> None:
-    server = MockServer(json_reply("llamacpppython_answer.json"))
+async def test_the_probe_comes_before_any_request() -> None:
+    server = MockServer(models_reply(["vllm"]), json_reply("llamacpppython_answer.json"),
+                        probes=True)  # fmt: skip
     async with server.client() as client:
         model = local(server, client, "http://127.0.0.1:8000/v1", stream=False)
+        assert not model.identified
         await collect(model.stream(request()))
-    assert [r.method for r in server.requests] == ["POST"]
-    assert not model.identified
+    assert [r.method for r in server.requests] == ["GET", "POST"]
+    assert model.identified
+    assert model.profile.name == "vllm"
 
 
 @pytest.mark.parametrize(
@@ -474,7 +482,7 @@ async def test_no_probe_before_a_request_without_tool_results() -> None:
     ],
 )
 async def test_a_server_that_says_nothing_stays_generic(listing: Any) -> None:
-    server = MockServer(listing, json_reply("llamacpppython_answer.json"))
+    server = MockServer(listing, json_reply("llamacpppython_answer.json"), probes=True)
     async with server.client() as client:
         model = local(server, client, "http://127.0.0.1:8000/v1", stream=False)
         response = await collect(model.stream(request(*RESULT_HISTORY)))
@@ -487,7 +495,8 @@ async def test_a_server_that_says_nothing_stays_generic(listing: Any) -> None:
 
 
 async def test_identification_keeps_what_the_user_set() -> None:
-    server = MockServer(models_reply(["vllm"]), json_reply("llamacpppython_answer.json"))
+    server = MockServer(models_reply(["vllm"]), json_reply("llamacpppython_answer.json"),
+                        probes=True)  # fmt: skip
     async with server.client() as client:
         model = local(server, client, "http://127.0.0.1:9999/v1", stream=False, max_tokens_field="max_completion_tokens")  # fmt: skip
         await collect(model.stream(request(*RESULT_HISTORY, max_tokens=20)))
@@ -495,7 +504,7 @@ async def test_identification_keeps_what_the_user_set() -> None:
     assert server.body(-1)["max_completion_tokens"] == 20
 
 
-async def test_a_named_or_detected_profile_is_never_probed() -> None:
+async def test_a_named_or_detected_profile_is_kept() -> None:
     for url, profile in (("http://127.0.0.1:8000/v1", "vllm"), ("http://localhost:11434/v1", None)):
         server = MockServer(json_reply("llamacpppython_answer.json"))
         async with server.client() as client:
