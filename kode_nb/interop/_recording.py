@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kode_nb.models._cost import cost_of, estimate_tokens, rollup
+from kode_nb.models._cost import cost_of, estimate_tokens, price_for, rollup
 from kode_nb.traces import Span, Trace
 from kode_nb.traces._trace import new_span_id, new_trace_id
 
@@ -100,7 +100,7 @@ def _model_span(node: Node, turn: int) -> Span:
     a = node.attributes
     model = str(a.get("model") or "unknown")
     if "cost" not in a:
-        a["cost"] = cost_of(model, a.get("usage"))
+        a["cost"] = cost_of(price_for(model), a.get("usage"))
     if "request" in a and "request_tokens_estimate" not in a:
         a["request_tokens_estimate"] = estimate_tokens(a["request"].get("body", a["request"]))
     a["turn"] = turn
@@ -118,8 +118,11 @@ def _tool_span(node: Node, kids: dict[str | None, list[Node]], depth: int) -> Sp
     below = [s.attributes for c in span.children for s in c.walk() if s.kind == "model_call"]
     if below:
         totals = rollup(below)
-        span.set(subtree_usage=totals["usage"], subtree_requests=totals["requests"],
-                 subtree_cost=totals["cost"])  # fmt: skip
+        span.set(
+            subtree_usage=totals["usage"],
+            subtree_requests=totals["requests"],
+            subtree_cost=totals["cost"],
+        )
     return span
 
 
@@ -155,11 +158,12 @@ def _run_span(node: Node, kids: dict[str | None, list[Node]], depth: int = 0) ->
     own_totals, all_totals = rollup(own), rollup(every)
     tool_calls = sum(1 for t in run.children for s in t.children if s.kind == "tool_call")
     run.set(
-        turns=turns, usage={**own_totals["usage"], "requests": own_totals["requests"],
-                            "tool_calls": tool_calls},
-        total_usage=all_totals["usage"], total_requests=all_totals["requests"],
+        turns=turns,
+        usage={**own_totals["usage"], "requests": own_totals["requests"], "tool_calls": tool_calls},
+        total_usage=all_totals["usage"],
+        total_requests=all_totals["requests"],
         cost=all_totals["cost"],
-    )  # fmt: skip
+    )
     if not run.attributes.get("model") and own:
         run.set(model=own[0].get("model"))
     if not run.attributes.get("tools"):
@@ -223,10 +227,15 @@ def build_traces(nodes: Iterable[Node], *, framework: str) -> list[Trace]:
             loose.append(n)
     if loose:
         holder = Node(
-            id=f"loose-{new_span_id()}", parent=None, kind="run", name=framework,
-            start=loose[0].start, end=max((n.end or n.start) for n in loose), status="completed",
+            id=f"loose-{new_span_id()}",
+            parent=None,
+            kind="run",
+            name=framework,
+            start=loose[0].start,
+            end=max((n.end or n.start) for n in loose),
+            status="completed",
             attributes={"framework": framework},
-        )  # fmt: skip
+        )
         for n in loose:
             n.parent = holder.id
         traces.append(
