@@ -289,10 +289,13 @@ class Agent:
         make one (drive it from its ``on_pause``, or use :meth:`start`, which returns it).
         """
         return await self._execute(
-            prompt, message_history=message_history, deps=deps, run_id=run_id,
+            prompt,
+            message_history=message_history,
+            deps=deps,
+            run_id=run_id,
             callbacks=(self.on_event, on_event),
             stepper=Stepper.of(step, f"Agent '{self.name}'"),
-        )  # fmt: skip
+        )
 
     def start(
         self, prompt: str, *, step: Stepper | bool | str | None = None, **options: Any
@@ -360,34 +363,63 @@ class Agent:
         trace = Trace(root=root, trace_id=parent.trace.trace_id) if parent else Trace(root=root)
         loop = asyncio.get_running_loop()
         st = RunState(
-            agent=self, run_id=rid, depth=depth, parent_call_id=parent_call_id,
-            parent_run_id=parent.run_id if parent else None, executor=run_executor,
-            owns_executor=owns, model=self.model, system=system, tools=tools,
+            agent=self,
+            run_id=rid,
+            depth=depth,
+            parent_call_id=parent_call_id,
+            parent_run_id=parent.run_id if parent else None,
+            executor=run_executor,
+            owns_executor=owns,
+            model=self.model,
+            system=system,
+            tools=tools,
             specs=self._offer_from(run_executor, tools),
-            messages=[*history, UserMessage(content=prompt)], history_length=len(history),
+            messages=[*history, UserMessage(content=prompt)],
+            history_length=len(history),
             sink=EventSink([*(parent.sink.callbacks if parent else ()), *callbacks]),
-            trace=trace, loop=loop, task=asyncio.current_task(),
-            deadline=loop.time() + self.time_limit if self.time_limit else None, on_text=on_text,
+            trace=trace,
+            loop=loop,
+            task=asyncio.current_task(),
+            deadline=loop.time() + self.time_limit if self.time_limit else None,
+            on_text=on_text,
             stepper=stepper if parent is None else parent.stepper,
-        )  # fmt: skip
+        )
         if stepper is not None and parent is None:
             stepper._bind(st)
-        root.set(agent=self.name, model=self.model.name, run_id=rid, parent_call_id=parent_call_id,
-                 depth=depth, system_prompt=system, prompt=prompt, tools=[s.name for s in st.specs],
-                 max_turns=self.max_turns, time_limit=self.time_limit,
-                 settings={**self.settings.describe(), **_model_settings(self.model)},
-                 tool_specs=[{"name": t.name, "description": t.description,
-                              "parameters": t.parameters} for t in st.specs],
-                 output_model=self.output_model.__name__ if self.output_model else None,
-                 output_retries=self.output_retries, max_result_chars=self.max_result_chars,
-                 reask=self.reask, history_length=len(history))  # fmt: skip
+        root.set(
+            agent=self.name,
+            model=self.model.name,
+            run_id=rid,
+            parent_call_id=parent_call_id,
+            depth=depth,
+            system_prompt=system,
+            prompt=prompt,
+            tools=[s.name for s in st.specs],
+            max_turns=self.max_turns,
+            time_limit=self.time_limit,
+            settings={**self.settings.describe(), **_model_settings(self.model)},
+            tool_specs=[
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in st.specs
+            ],
+            output_model=self.output_model.__name__ if self.output_model else None,
+            output_retries=self.output_retries,
+            max_result_chars=self.max_result_chars,
+            reask=self.reask,
+            history_length=len(history),
+        )
         if parent is not None and parent_call_id in parent.tool_spans:
             parent.tool_spans[parent_call_id].children.append(root)
         subscription = run_executor.bus.subscribe(st.record_bus_event)
         self._active[rid] = st
         token = CURRENT_RUN.set(st)
-        st.emit(RunStarted, prompt=prompt, model=self.model.name,
-                tools=tuple(s.name for s in st.specs), trace=trace)  # fmt: skip
+        st.emit(
+            RunStarted,
+            prompt=prompt,
+            model=self.model.name,
+            tools=tuple(s.name for s in st.specs),
+            trace=trace,
+        )
         try:
             await self._drive(st)
         except (asyncio.CancelledError, KeyboardInterrupt) as exc:
@@ -426,16 +458,31 @@ class Agent:
             if node.open and node is not span:
                 node.finish("cancelled" if st.status == "cancelled" else "error", st.error)
         totals = rollup(node.attributes for node in span.walk() if node.kind == "model_call")
-        span.set(output=out.dump_output(st.output), turns=st.turns, usage=st.usage.as_dict(),
-                 warnings=list(st.warnings), total_usage=totals["usage"],
-                 total_requests=totals["requests"], cost=totals["cost"])  # fmt: skip
+        span.set(
+            output=out.dump_output(st.output),
+            turns=st.turns,
+            usage=st.usage.as_dict(),
+            warnings=list(st.warnings),
+            total_usage=totals["usage"],
+            total_requests=totals["requests"],
+            cost=totals["cost"],
+        )
         span.finish(st.status, st.error)
         result = AgentRunResult(
-            output=st.output, status=st.status, error=st.error, messages=tuple(st.messages),
-            usage=st.usage, turns=st.turns, run_id=st.run_id, agent=self.name, trace=st.trace,
-            duration=time.perf_counter() - st.t0, history_length=st.history_length,
-            warnings=tuple(st.warnings), cost=totals["cost"],
-        )  # fmt: skip
+            output=st.output,
+            status=st.status,
+            error=st.error,
+            messages=tuple(st.messages),
+            usage=st.usage,
+            turns=st.turns,
+            run_id=st.run_id,
+            agent=self.name,
+            trace=st.trace,
+            duration=time.perf_counter() - st.t0,
+            history_length=st.history_length,
+            warnings=tuple(st.warnings),
+            cost=totals["cost"],
+        )
         self.last_result = result
         remember_trace(st.trace, model=self.model if st.depth == 0 else None)
         st.emit(RunFinished, status=st.status, result=result)

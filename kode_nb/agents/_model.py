@@ -52,9 +52,15 @@ async def model_turn(
 ) -> ModelResponse | None:
     """One model call; ``None`` when it failed or hit the time limit (the run's status is set)."""
     new = st.messages[st.sent :]
-    span = turn.child("model_call", f"chat {st.model.name}", model=st.model.name, turn=n,
-                      messages=[message_dict(m) for m in new], message_count=len(st.messages),
-                      tools=[s.name for s in st.specs])  # fmt: skip
+    span = turn.child(
+        "model_call",
+        f"chat {st.model.name}",
+        model=st.model.name,
+        turn=n,
+        messages=[message_dict(m) for m in new],
+        message_count=len(st.messages),
+        tools=[s.name for s in st.specs],
+    )
     st.sent = len(st.messages)
     request = ModelRequest(
         system=st.system, messages=tuple(st.messages), tools=st.specs, settings=settings
@@ -74,8 +80,10 @@ async def model_turn(
             raise asyncio.CancelledError
         if stepped is not request:  # a message was edited: record what goes
             request = stepped
-            span.set(messages=[message_dict(m) for m in st.messages[len(st.messages) - len(new):]],
-                     **_neutral(st.model.name, request))  # fmt: skip
+            span.set(
+                messages=[message_dict(m) for m in st.messages[len(st.messages) - len(new) :]],
+                **_neutral(st.model.name, request),
+            )
 
     def on_sent(sent: RequestSent) -> None:
         wire = sent.as_dict()
@@ -105,26 +113,47 @@ async def model_turn(
     st.usage = st.usage.with_model_call(response.usage, len(response.tool_calls))
     recovered = response.recovered_text is not None
     span.set(
-        response={"text": response.text, "tool_calls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments,
-             **({"recovered_from_text": True} if recovered else {})}
-            for c in response.tool_calls]},
-        usage={"input_tokens": response.usage.input_tokens,
-               "output_tokens": response.usage.output_tokens},
-        stop_reason=response.stop_reason, latency=latency,
-    )  # fmt: skip
+        response={
+            "text": response.text,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "name": c.name,
+                    "arguments": c.arguments,
+                    **({"recovered_from_text": True} if recovered else {}),
+                }
+                for c in response.tool_calls
+            ],
+        },
+        usage={
+            "input_tokens": response.usage.input_tokens,
+            "output_tokens": response.usage.output_tokens,
+        },
+        stop_reason=response.stop_reason,
+        latency=latency,
+    )
     span.set(cost=cost_of(_price(st.model, response), span.attributes["usage"]))
     if recovered:
         span.set(recovered_from_text=response.recovered_text)
-        span.event("tool_calls_recovered", text=response.recovered_text,
-                   calls=[c.name for c in response.tool_calls])  # fmt: skip
+        span.event(
+            "tool_calls_recovered",
+            text=response.recovered_text,
+            calls=[c.name for c in response.tool_calls],
+        )
     if response.notices:
         span.set(notices=list(response.notices))
         for notice in response.notices:
             span.event("model_notice", text=notice)
     span.finish("ok")
-    st.emit(ModelResponded, turn=n, text=response.text, tool_calls=response.tool_calls,
-            usage=response.usage, stop_reason=response.stop_reason, latency=latency)  # fmt: skip
+    st.emit(
+        ModelResponded,
+        turn=n,
+        text=response.text,
+        tool_calls=response.tool_calls,
+        usage=response.usage,
+        stop_reason=response.stop_reason,
+        latency=latency,
+    )
     return response
 
 
@@ -133,10 +162,12 @@ def _neutral(name: str, request: ModelRequest) -> dict[str, Any]:
     body = {
         "system": request.system,
         "messages": [message_dict(m) for m in request.messages],
-        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters}
-                  for t in request.tools],
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in request.tools
+        ],
         "settings": request.settings.describe(),
-    }  # fmt: skip
+    }
     wire = {"provider": "neutral", "path": None, "model": name, "body": body}
     return {"request": wire, "request_tokens_estimate": estimate_tokens(body)}
 

@@ -104,8 +104,9 @@ class AgentRunResult:
                 total = total + RunUsage(
                     input_tokens=_tokens(usage.get("input_tokens")),
                     output_tokens=_tokens(usage.get("output_tokens")),
-                    requests=1, tool_calls=len(calls),
-                )  # fmt: skip
+                    requests=1,
+                    tool_calls=len(calls),
+                )
         return total
 
     def new_messages(self) -> tuple[Message, ...]:

@@ -94,9 +94,14 @@ class RunState:
         """Build and deliver an agent event, if anyone listens."""
         if self.sink:
             self.sink.emit(
-                cls(agent=self.agent.name, run_id=self.run_id, depth=self.depth,
-                    parent_call_id=self.parent_call_id, **fields)
-            )  # fmt: skip
+                cls(
+                    agent=self.agent.name,
+                    run_id=self.run_id,
+                    depth=self.depth,
+                    parent_call_id=self.parent_call_id,
+                    **fields,
+                )
+            )
 
     def remaining(self) -> float | None:
         """Seconds left before the time limit (``None``: no limit)."""
@@ -124,8 +129,13 @@ def _event_fields(event: Any) -> dict[str, Any]:
     if kind == "approval_requested":
         return {"reason": event.reason, "kind": event.kind}
     if kind == "approval_resolved":
-        return {"approved": event.approved, "reason": event.reason, "edited": event.edited,
-                "always": event.always, "decided_by": event.decided_by}  # fmt: skip
+        return {
+            "approved": event.approved,
+            "reason": event.reason,
+            "edited": event.edited,
+            "always": event.always,
+            "decided_by": event.decided_by,
+        }
     if kind == "invalid_arguments":
         return {"message": event.message}
     if kind == "failed":
@@ -142,12 +152,21 @@ def message_dict(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         return {"role": "user", "content": message.content}
     if isinstance(message, AssistantMessage):
-        return {"role": "assistant", "text": message.text,
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                               for c in message.tool_calls]}  # fmt: skip
+        return {
+            "role": "assistant",
+            "text": message.text,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+            ],
+        }
     text = ToolResult(content=message.content).text
-    return {"role": "tool", "call_id": message.call_id, "name": message.name, "content": text,
-            "is_error": message.is_error}  # fmt: skip
+    return {
+        "role": "tool",
+        "call_id": message.call_id,
+        "name": message.name,
+        "content": text,
+        "is_error": message.is_error,
+    }
 
 
 def _jsonable(value: Any) -> Any:
@@ -166,9 +185,13 @@ def _jsonable(value: Any) -> Any:
 
 def result_dict(result: ToolResult) -> dict[str, Any]:
     """A tool result in the trace's JSON form (``text`` is what the model saw)."""
-    data: dict[str, Any] = {"status": result.status, "is_error": result.is_error,
-                            "text": result.text, "error_type": result.error_type,
-                            "duration": result.duration}  # fmt: skip
+    data: dict[str, Any] = {
+        "status": result.status,
+        "is_error": result.is_error,
+        "text": result.text,
+        "error_type": result.error_type,
+        "duration": result.duration,
+    }
     if result.details is not None:
         data["details"] = _jsonable(result.details)
     return data

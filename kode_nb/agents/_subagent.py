@@ -241,13 +241,22 @@ def subagent_tool(defn: AgentDefinition, *, executor: Executor | None = None) ->
     where = f"subagent '{defn.name}'"
     timeout = defn.time_limit + 5.0 if defn.time_limit else 3600.0
     return Tool(
-        name=defn.name, description=defn.description.strip(), function=call_subagent,
+        name=defn.name,
+        description=defn.description.strip(),
+        function=call_subagent,
         validator=FoldingValidator(input_validator(defn.input_model, defn.input_config, where)),
-        label=defn.label, kind=ToolKind.THINK,
-        category=ToolCategory.AGENT, is_output_markdown=True, can_update_output=True, timeout=timeout,
-        mode="async", context_param="ctx", arguments_param="args",
-        source=f"{__name__}.subagent.{defn.name}", metadata={"subagent": defn},
-    )  # fmt: skip
+        label=defn.label,
+        kind=ToolKind.THINK,
+        category=ToolCategory.AGENT,
+        is_output_markdown=True,
+        can_update_output=True,
+        timeout=timeout,
+        mode="async",
+        context_param="ctx",
+        arguments_param="args",
+        source=f"{__name__}.subagent.{defn.name}",
+        metadata={"subagent": defn},
+    )
 
 
 def register_subagent(
@@ -277,10 +286,12 @@ def _unavailable(
     defn: AgentDefinition, meta: dict[str, Any], why: str, *, status: ResultStatus = "error"
 ) -> ToolResult:
     return ToolResult(
-        content=(TextBlock(text=f"Subagent '{defn.name}' unavailable: {why}"),), is_error=True,
-        status=status, details={**meta, "unavailable": True, "error": why},
+        content=(TextBlock(text=f"Subagent '{defn.name}' unavailable: {why}"),),
+        is_error=True,
+        status=status,
+        details={**meta, "unavailable": True, "error": why},
         error_type="SubagentUnavailable",
-    )  # fmt: skip
+    )
 
 
 def _prompt(summary: str, inputs: Mapping[str, Any]) -> str:
@@ -313,17 +324,25 @@ async def delegate(
         parent = None  # called from elsewhere (a notebook cell), not by this run's model
     depth = parent.depth + 1 if parent is not None else 1
     run_id = f"run_{secrets.token_hex(6)}"
-    meta: dict[str, Any] = {"subagent": defn.name, "parent_call_id": ctx.call_id,
-                            "run_id": run_id, "depth": depth, "usage": RunUsage().as_dict(),
-                            "turns": 0, "status": "not_started"}  # fmt: skip
+    meta: dict[str, Any] = {
+        "subagent": defn.name,
+        "parent_call_id": ctx.call_id,
+        "run_id": run_id,
+        "depth": depth,
+        "usage": RunUsage().as_dict(),
+        "turns": 0,
+        "status": "not_started",
+    }
     invalid = args.get(INVALID_KEY)
     if isinstance(invalid, Invalid):
         issues = "\n".join(f"- {i.render()}" for i in invalid.error.issues)
         why = f"input validation failed:\n{issues}\nFix the arguments and call it again."
         return _unavailable(defn, meta, why, status="invalid_arguments")
     if depth > defn.max_depth:
-        why = (f"the subagent depth limit was reached: this call would run at depth {depth}, "
-               f"and '{defn.name}' allows at most max_depth={defn.max_depth}.")  # fmt: skip
+        why = (
+            f"the subagent depth limit was reached: this call would run at depth {depth}, "
+            f"and '{defn.name}' allows at most max_depth={defn.max_depth}."
+        )
         return _unavailable(defn, meta, why)
     if defn.input_model is not None:
         instance: BaseModel = args["inputs"]
@@ -355,32 +374,54 @@ async def delegate(
     else:
         base, approver = executor, None
     if base is None:
-        why = ("no calling executor's policy is known (it was called outside an executor and "
-               "has no executor=), so it runs nothing. Call it through an Executor or an agent.")  # fmt: skip
+        why = (
+            "no calling executor's policy is known (it was called outside an executor and "
+            "has no executor=), so it runs nothing. Call it through an Executor or an agent."
+        )
         return _unavailable(defn, meta, why)
     narrowed = NarrowedPolicy(base.policy, defn.tools, owner=defn.name)
     child_executor = derive_executor(base, policy=narrowed, approver=approver)
     try:
         agent = Agent(
-            defn.name, model=_model_for(defn, parent, ctx.call_id), system_prompt=system, tools=defn.tools,
-            max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
-            executor=child_executor, tool_choice=defn.tool_choice, reask=defn.reask,
-            max_result_chars=parent.agent.max_result_chars if parent is not None else MAX_RESULT_CHARS,
-        )  # fmt: skip
+            defn.name,
+            model=_model_for(defn, parent, ctx.call_id),
+            system_prompt=system,
+            tools=defn.tools,
+            max_turns=defn.max_turns,
+            time_limit=defn.time_limit,
+            output_model=defn.output_model,
+            executor=child_executor,
+            tool_choice=defn.tool_choice,
+            reask=defn.reask,
+            max_result_chars=parent.agent.max_result_chars
+            if parent is not None
+            else MAX_RESULT_CHARS,
+        )
     except Exception as exc:
         child_executor.close()
         return _unavailable(defn, meta, f"{exc}")
     if parent is not None:
-        parent.sink.emit(SubagentStarted(agent=defn.name, run_id=run_id, depth=depth,
-                                         parent_call_id=ctx.call_id, parent_run_id=parent.run_id,
-                                         inputs=inputs))  # fmt: skip
+        parent.sink.emit(
+            SubagentStarted(
+                agent=defn.name,
+                run_id=run_id,
+                depth=depth,
+                parent_call_id=ctx.call_id,
+                parent_run_id=parent.run_id,
+                inputs=inputs,
+            )
+        )
     status, folded = "cancelled", None
     try:
         try:
             result = await agent._execute(
-                _prompt(summary, inputs), run_id=run_id, parent=parent, parent_call_id=ctx.call_id,
-                executor=child_executor, on_text=ctx.on_update,
-            )  # fmt: skip
+                _prompt(summary, inputs),
+                run_id=run_id,
+                parent=parent,
+                parent_call_id=ctx.call_id,
+                executor=child_executor,
+                on_text=ctx.on_update,
+            )
             status, folded = result.status, _fold(defn, meta, result)
         except KodeUsageError as exc:  # e.g. a missing API key, met at the first request
             status, folded = "error", _unavailable(defn, meta, str(exc))
@@ -388,9 +429,17 @@ async def delegate(
     finally:
         child_executor.close()
         if parent is not None:
-            parent.sink.emit(SubagentFinished(agent=defn.name, run_id=run_id, depth=depth,
-                                              parent_call_id=ctx.call_id, parent_run_id=parent.run_id,
-                                              status=status, result=folded))  # fmt: skip
+            parent.sink.emit(
+                SubagentFinished(
+                    agent=defn.name,
+                    run_id=run_id,
+                    depth=depth,
+                    parent_call_id=ctx.call_id,
+                    parent_run_id=parent.run_id,
+                    status=status,
+                    result=folded,
+                )
+            )
 
 
 def _fold(defn: AgentDefinition, meta: dict[str, Any], result: AgentRunResult) -> ToolResult:

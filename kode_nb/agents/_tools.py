@@ -39,8 +39,11 @@ def subtree(span: Span) -> None:
         return
     calls = [s.attributes for c in span.children for s in c.walk() if s.kind == "model_call"]
     totals = rollup(calls)
-    span.set(subtree_usage=totals["usage"], subtree_cost=totals["cost"],
-             subtree_requests=totals["requests"])  # fmt: skip
+    span.set(
+        subtree_usage=totals["usage"],
+        subtree_cost=totals["cost"],
+        subtree_requests=totals["requests"],
+    )
 
 
 def unique_call_ids(
@@ -51,8 +54,9 @@ def unique_call_ids(
     fixed: list[ToolCallRequest] = []
     for i, call in enumerate(calls, 1):
         if not call.id or call.id in st.call_ids:
-            call = ToolCallRequest(id=f"call_{st.run_id}_{st.turns}_{i}", name=call.name,
-                                   arguments=call.arguments)  # fmt: skip
+            call = ToolCallRequest(
+                id=f"call_{st.run_id}_{st.turns}_{i}", name=call.name, arguments=call.arguments
+            )
         st.call_ids.add(call.id)
         fixed.append(call)
     return tuple(fixed)
@@ -66,9 +70,15 @@ def _not_allowed(st: RunState, call: ToolCallRequest) -> ToolResult:
         message += " Your tools: " + ", ".join(names) + "."
     now = time.time()
     result = ToolResult(
-        content=(TextBlock(text=message),), is_error=True, status="not_found", tool=call.name,
-        call_id=call.id, error_type="ToolNotFoundError", started_at=now, ended_at=now,
-    )  # fmt: skip
+        content=(TextBlock(text=message),),
+        is_error=True,
+        status="not_found",
+        tool=call.name,
+        call_id=call.id,
+        error_type="ToolNotFoundError",
+        started_at=now,
+        ended_at=now,
+    )
     bus = st.executor.bus
     if bus.active:
         bus.emit(
@@ -80,9 +90,17 @@ def _not_allowed(st: RunState, call: ToolCallRequest) -> ToolResult:
                 arguments=call.arguments,
             )
         )
-        bus.emit(CallFailed(tool=call.name, call_id=call.id, run_id=st.run_id,
-                            parent_call_id=st.parent_call_id, result=result,
-                            error_type="ToolNotFoundError", message=message))  # fmt: skip
+        bus.emit(
+            CallFailed(
+                tool=call.name,
+                call_id=call.id,
+                run_id=st.run_id,
+                parent_call_id=st.parent_call_id,
+                result=result,
+                error_type="ToolNotFoundError",
+                message=message,
+            )
+        )
     return result
 
 
@@ -107,9 +125,13 @@ def for_model(result: ToolResult, limit: int | None) -> tuple[ContentBlock, ...]
 
 def _cancelled(call: ToolCallRequest, why: str) -> ToolResult:
     return ToolResult(
-        content=(TextBlock(text=f"Tool '{call.name}' was cancelled ({why})."),), is_error=True,
-        status="cancelled", tool=call.name, call_id=call.id, error_type="ToolCancelledError",
-    )  # fmt: skip
+        content=(TextBlock(text=f"Tool '{call.name}' was cancelled ({why})."),),
+        is_error=True,
+        status="cancelled",
+        tool=call.name,
+        call_id=call.id,
+        error_type="ToolCancelledError",
+    )
 
 
 async def run_tool_calls(
@@ -120,8 +142,13 @@ async def run_tool_calls(
     st.emit(ToolCallsRequested, turn=turn_no, calls=tuple(calls))
     spans: list[Span] = []
     for call in calls:
-        span = turn.child("tool_call", f"execute_tool {call.name}", tool=call.name,
-                          call_id=call.id, arguments=parse_arguments(call.arguments))  # fmt: skip
+        span = turn.child(
+            "tool_call",
+            f"execute_tool {call.name}",
+            tool=call.name,
+            call_id=call.id,
+            arguments=parse_arguments(call.arguments),
+        )
         st.tool_spans[call.id] = span
         spans.append(span)
     results: list[ToolResult | None] = [None] * len(calls)
@@ -153,8 +180,10 @@ async def run_tool_calls(
             span.set(result=result_dict(result))
             if sent is not result.content:  # cut: record exactly what the model got back
                 full = content_text([b for b in result.content if not isinstance(b, ImageBlock)])
-                span.set(model_text=content_text([b for b in sent if isinstance(b, TextBlock)]),
-                         cut_chars=len(full) - (st.agent.max_result_chars or 0))  # fmt: skip
+                span.set(
+                    model_text=content_text([b for b in sent if isinstance(b, TextBlock)]),
+                    cut_chars=len(full) - (st.agent.max_result_chars or 0),
+                )
             subtree(span)
             span.finish(result.status, result.text if result.is_error else None)
             st.emit(ToolCallFinished, turn=turn_no, call=call, result=result)
@@ -195,8 +224,10 @@ def _rewrite_history(st: RunState, call: ToolCallRequest) -> None:
     for i in range(len(st.messages) - 1, -1, -1):
         message = st.messages[i]
         if isinstance(message, AssistantMessage):
-            st.messages[i] = AssistantMessage(text=message.text, tool_calls=tuple(
-                call if c.id == call.id else c for c in message.tool_calls))  # fmt: skip
+            st.messages[i] = AssistantMessage(
+                text=message.text,
+                tool_calls=tuple(call if c.id == call.id else c for c in message.tool_calls),
+            )
             return
 
 

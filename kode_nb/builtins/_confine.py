@@ -182,9 +182,10 @@ def _start(text: str, roots: Sequence[Path], tool: str) -> tuple[Path, list[str]
         raise ToolPermissionError(tool, f"Invalid path {text!r}: expected a non-empty file path.")
     if not roots:
         raise ToolPermissionError(
-            tool, f"File access is disabled: no allowed paths are configured, so {text!r} cannot "
+            tool,
+            f"File access is disabled: no allowed paths are configured, so {text!r} cannot "
             "be used. Allow a directory with Policy(allowed_paths=[...]) or policy.add_path(dir).",
-        )  # fmt: skip
+        )
     candidate = os.path.expanduser(text)
     if not os.path.isabs(candidate):
         return roots[0], candidate.split(os.sep)

@@ -132,9 +132,10 @@ def check_encoding(tool: str, encoding: str) -> str:
         return codecs.lookup(encoding).name
     except LookupError:
         raise ToolError(
-            tool, f"Unknown encoding {encoding!r}: use a Python codec name such as 'utf-8', "
+            tool,
+            f"Unknown encoding {encoding!r}: use a Python codec name such as 'utf-8', "
             "'latin-1', 'cp1252' or 'utf-16'.",
-        ) from None  # fmt: skip
+        ) from None
 
 
 _IMAGE_SIGNATURES = (
@@ -181,12 +182,13 @@ def decode(
         where = line + data.count(b"\n", 0, exc.start)
         alternative = "'latin-1'" if encoding != "iso8859-1" else "'cp1252'"
         raise ToolError(
-            tool, f"{shown!r} is not valid {encoding} text: byte 0x{bad} at offset "
+            tool,
+            f"{shown!r} is not valid {encoding} text: byte 0x{bad} at offset "
             f"{start + exc.start} (line {where}) cannot be decoded ({exc.reason}). If the file "
             "uses another encoding, "
             f"pass encoding= (e.g. encoding={alternative}); to read it anyway with U+FFFD for "
             "the bad bytes, pass errors='replace'.",
-        ) from None  # fmt: skip
+        ) from None
 
 
 class ReplaceGuard(Protocol):

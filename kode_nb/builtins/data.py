@@ -33,9 +33,10 @@ def json_parse(text: str) -> dict[str, Any]:
         return {"data": json.loads(text)}
     except json.JSONDecodeError as exc:
         raise ToolError(
-            "json_parse", f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "
+            "json_parse",
+            f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno} "
             f"(character {exc.pos}).",
-        ) from None  # fmt: skip
+        ) from None
 
 
 def json_stringify(data: Any, pretty: bool = False, sort_keys: bool = False) -> str:
@@ -47,9 +48,12 @@ def json_stringify(data: Any, pretty: bool = False, sort_keys: bool = False) -> 
         sort_keys: Sort object keys.
     """
     return json.dumps(
-        data, ensure_ascii=False, sort_keys=sort_keys, indent=2 if pretty else None,
+        data,
+        ensure_ascii=False,
+        sort_keys=sort_keys,
+        indent=2 if pretty else None,
         separators=None if pretty else (",", ":"),
-    )  # fmt: skip
+    )
 
 
 def base64_encode(text: str, encoding: str = "utf-8", url_safe: bool = False) -> str:
@@ -65,9 +69,10 @@ def base64_encode(text: str, encoding: str = "utf-8", url_safe: bool = False) ->
         data = text.encode(enc)
     except UnicodeEncodeError as exc:
         raise ToolError(
-            "base64_encode", f"Character {text[exc.start]!r} at position {exc.start} cannot be "
+            "base64_encode",
+            f"Character {text[exc.start]!r} at position {exc.start} cannot be "
             f"encoded as {enc}; use encoding='utf-8'.",
-        ) from None  # fmt: skip
+        ) from None
     encoded = base64.urlsafe_b64encode(data) if url_safe else base64.b64encode(data)
     return encoded.decode("ascii")
 
@@ -87,17 +92,20 @@ def base64_decode(encoded: str, encoding: str = "utf-8", url_safe: bool = False)
         raw = compact.encode("ascii")
         data = base64.b64decode(raw, altchars=b"-_" if url_safe else None, validate=True)
     except (binascii.Error, UnicodeEncodeError) as exc:
-        hint = "" if url_safe or not any(c in compact for c in "-_") else (
-            " It contains '-' or '_': pass url_safe=true for URL-safe base64."
-        )  # fmt: skip
+        hint = (
+            ""
+            if url_safe or not any(c in compact for c in "-_")
+            else (" It contains '-' or '_': pass url_safe=true for URL-safe base64.")
+        )
         raise ToolError("base64_decode", f"Invalid base64: {exc}.{hint}") from None
     try:
         return data.decode(enc)
     except UnicodeDecodeError:
         raise ToolError(
-            "base64_decode", f"The decoded data ({len(data)} bytes) is not {enc} text; it may be "
+            "base64_decode",
+            f"The decoded data ({len(data)} bytes) is not {enc} text; it may be "
             "binary. Pass encoding= if it is text in another encoding.",
-        ) from None  # fmt: skip
+        ) from None
 
 
 def data_tools() -> list[Tool]:

@@ -158,11 +158,12 @@ class FileTools(EditTools):
             if whole or enc.startswith(("utf-16", "utf-32")):
                 if size > cap:
                     raise ToolError(
-                        tool, f"{path!r} is {describe_size(size)}, over the "
+                        tool,
+                        f"{path!r} is {describe_size(size)}, over the "
                         f"{describe_size(cap)} read_file limit. Read it in parts: offset (the "
                         "first line, 1-based) and limit (number of lines), e.g. offset=1, "
                         "limit=500; then offset=501...",
-                    )  # fmt: skip
+                    )
                 text = decode(sample + f.read(), enc, errors, tool=tool, shown=path)
                 if whole:
                     details["lines"] = text.count("\n") + (not text.endswith("\n") and bool(text))
@@ -196,9 +197,10 @@ class FileTools(EditTools):
                 if not whole or used + len(line) > cap:
                     if not parts:
                         raise ToolError(
-                            tool, f"Line {number} of {path!r} alone is longer than the "
+                            tool,
+                            f"Line {number} of {path!r} alone is longer than the "
                             f"{describe_size(cap)} read_file limit; it cannot be shown.",
-                        )  # fmt: skip
+                        )
                     stop = "size"
                     break
                 parts.append(
@@ -278,10 +280,14 @@ class FileTools(EditTools):
             if info is None:
                 return {"path": str(loc.path), "exists": False}
             result: dict[str, Any] = {
-                "path": str(loc.path), "exists": True, "type": file_type(info.st_mode),
-                "size": info.st_size, "modified": info.st_mtime,
-                "modified_iso": _iso(info.st_mtime), "mode": oct(stat.S_IMODE(info.st_mode)),
-            }  # fmt: skip
+                "path": str(loc.path),
+                "exists": True,
+                "type": file_type(info.st_mode),
+                "size": info.st_size,
+                "modified": info.st_mtime,
+                "modified_iso": _iso(info.st_mtime),
+                "mode": oct(stat.S_IMODE(info.st_mode)),
+            }
             if stat.S_ISLNK(info.st_mode):
                 result["target"] = os.readlink(loc.name, dir_fd=loc.dir_fd)
         return result
@@ -331,9 +337,10 @@ class FileTools(EditTools):
                     )
                 if not overwrite:
                     raise ToolError(
-                        ctx.tool, f"Cannot move to {destination!r}: {dst.path} exists; pass "
+                        ctx.tool,
+                        f"Cannot move to {destination!r}: {dst.path} exists; pass "
                         "overwrite=true to replace it.",
-                    )  # fmt: skip
+                    )
             try:
                 os.rename(src.name, dst.name, src_dir_fd=src.dir_fd, dst_dir_fd=dst.dir_fd)
             except OSError as exc:

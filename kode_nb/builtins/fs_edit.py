@@ -51,9 +51,10 @@ def _encode(tool: str, text: str, encoding: str, shown: str) -> bytes:
         return text.encode(encoding)
     except UnicodeEncodeError as exc:
         raise ToolError(
-            tool, f"Cannot write {shown!r} as {encoding}: character {text[exc.start]!r} at "
+            tool,
+            f"Cannot write {shown!r} as {encoding}: character {text[exc.start]!r} at "
             f"position {exc.start} has no {encoding} encoding; use encoding='utf-8'.",
-        ) from None  # fmt: skip
+        ) from None
 
 
 def apply_edit(
@@ -62,9 +63,10 @@ def apply_edit(
     """``(new text, replacements)``, or a ToolError saying why the edit cannot apply."""
     if not old:
         raise ToolError(
-            tool, "old_string is empty: give the exact text to replace (to create or overwrite "
+            tool,
+            "old_string is empty: give the exact text to replace (to create or overwrite "
             "a whole file, use write_file).",
-        )  # fmt: skip
+        )
     if old == new:
         raise ToolError(tool, "old_string and new_string are identical; there is nothing to do.")
     count = text.count(old)
@@ -72,10 +74,11 @@ def apply_edit(
         raise ToolError(tool, f"old_string was not found in {shown!r}. {_near_miss(text, old)}")
     if count > 1 and not replace_all:
         raise ToolError(
-            tool, f"old_string was found {count} times in {shown!r}; it must match exactly once. "
+            tool,
+            f"old_string was found {count} times in {shown!r}; it must match exactly once. "
             "Include more surrounding lines to make it unique, or pass replace_all=true to "
             f"replace all {count}.",
-        )  # fmt: skip
+        )
     return text.replace(old, new, -1 if replace_all else 1), count if replace_all else 1
 
 
@@ -143,10 +146,11 @@ class _Unchanged:
 
     def refuse(self) -> NoReturn:
         raise ToolError(
-            self.tool, f"{self.shown!r} changed since edit_file read it (another process wrote "
+            self.tool,
+            f"{self.shown!r} changed since edit_file read it (another process wrote "
             "to it meanwhile); nothing was written. Read the file again and redo the edit on "
             "its current content.",
-        )  # fmt: skip
+        )
 
 
 class EditTools:
@@ -222,9 +226,10 @@ class EditTools:
         with os.fdopen(fd, "rb") as f:
             if info.st_size > self.max_edit_bytes:
                 raise ToolError(
-                    tool, f"{shown!r} is {describe_size(info.st_size)}, over the "
+                    tool,
+                    f"{shown!r} is {describe_size(info.st_size)}, over the "
                     f"{describe_size(self.max_edit_bytes)} limit for editing.",
-                )  # fmt: skip
+                )
             data = f.read(self.max_edit_bytes + 1)
         seen = (info.st_dev, info.st_ino, len(data), info.st_mtime_ns, _digest(data))
         if looks_binary(data[:BINARY_SAMPLE], enc):
@@ -263,9 +268,13 @@ class EditTools:
             with confined(ctx, path) as loc:
                 text = self._read_text(loc, enc, tool, path)[0]
             new_text, _ = apply_edit(
-                text, str(arguments.get("old_string", "")), str(arguments.get("new_string", "")),
-                bool(arguments.get("replace_all", False)), tool=tool, shown=path,
-            )  # fmt: skip
+                text,
+                str(arguments.get("old_string", "")),
+                str(arguments.get("new_string", "")),
+                bool(arguments.get("replace_all", False)),
+                tool=tool,
+                shown=path,
+            )
         except ToolError as exc:
             return f"(this edit would fail: {exc.message})"
         return unified_diff(text, new_text, path)

@@ -227,10 +227,16 @@ class ExecTool:
         config = self.config
         tag = secrets.token_hex(8)
         proc = await asyncio.create_subprocess_exec(
-            config.shell, "-c", command, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=folder,
-            env={**os.environ, **(env or {}), TAG_VARIABLE: tag}, start_new_session=True,
-        )  # fmt: skip
+            config.shell,
+            "-c",
+            command,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=folder,
+            env={**os.environ, **(env or {}), TAG_VARIABLE: tag},
+            start_new_session=True,
+        )
         tracker = ProcessTracker(proc.pid, tag)
         watcher = asyncio.ensure_future(_watch(tracker))
         out = _Output(config, ctx.on_update)
@@ -293,15 +299,19 @@ def _result(
         more = f"; and {len(killed) - 20} more" if len(killed) > 20 else ""
         notes.append(f"[stopped {len(killed)} process(es) it started: {shown}{more}]")
     details = {
-        "exit_code": code, "timed_out": timed_out is not None,
-        "dropped_chars": out.dropped_chars, "dropped_lines": out.dropped_lines,
+        "exit_code": code,
+        "timed_out": timed_out is not None,
+        "dropped_chars": out.dropped_chars,
+        "dropped_lines": out.dropped_lines,
         "killed": [{"pid": p.pid, "command": p.command} for p in killed],
-    }  # fmt: skip
+    }
     body = (text or "(no output)\n") + "\n".join(notes)
     return ToolResult(
-        content=(TextBlock(text=body),), details=details, is_error=timed_out is not None,
+        content=(TextBlock(text=body),),
+        details=details,
+        is_error=timed_out is not None,
         status="timed_out" if timed_out is not None else "ok",
-    )  # fmt: skip
+    )
 
 
 def _redact_env(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -43,9 +43,10 @@ def _shown(key: str, value: str | None) -> str | None:
 def _check_key(tool: str, key: str) -> str:
     if not key or "=" in key or "\x00" in key:
         raise ToolError(
-            tool, f"Invalid environment variable name {key!r}: it must be non-empty and "
+            tool,
+            f"Invalid environment variable name {key!r}: it must be non-empty and "
             "contain no '=' or NUL character.",
-        )  # fmt: skip
+        )
     return key
 
 
@@ -63,9 +64,10 @@ def current_time(timezone: str | None = None) -> dict[str, Any]:
             zone = dt_timezone.utc if timezone.upper() == "UTC" else ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Europe" is a folder
             raise ToolError(
-                "current_time", f"Unknown time zone {timezone!r}: use an IANA name such as "
+                "current_time",
+                f"Unknown time zone {timezone!r}: use an IANA name such as "
                 "'UTC', 'Europe/Paris' or 'America/New_York'.",
-            ) from None  # fmt: skip
+            ) from None
         now = datetime.now(zone)
         name = timezone
     return {"timestamp": round(now.timestamp(), 3), "iso": now.isoformat(), "timezone": name}

@@ -150,9 +150,10 @@ class WebConfig:
         where = f"{host}:{port}"
         if not self._patterns:
             raise ToolPermissionError(
-                tool, f"Web access is off: no hosts are allowed, so {where} cannot be reached. "
+                tool,
+                f"Web access is off: no hosts are allowed, so {where} cannot be reached. "
                 + _HOW_TO_ALLOW,
-            )  # fmt: skip
+            )
         shown = ", ".join(self.allowed_hosts)
         raise ToolPermissionError(
             tool, f"Host {where} is not in the allowed hosts ({shown}). " + _HOW_TO_ALLOW
@@ -314,11 +315,13 @@ class WebTools:
             size += len(chunk)
         data = b"".join(chunks)
         result: dict[str, Any] = {
-            "url": str(response.url), "status": response.status_code,
-            "reason": response.reason_phrase, "headers": redact_headers(
+            "url": str(response.url),
+            "status": response.status_code,
+            "reason": response.reason_phrase,
+            "headers": redact_headers(
                 (k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers.raw
             ),
-        }  # fmt: skip
+        }
         content_type = response.headers.get("content-type", "").lower()
         textual = any(t in content_type for t in _TEXT_TYPES)
         if textual or (b"\x00" not in data and _is_utf8(data, truncated)):

@@ -77,10 +77,17 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "turn": self.turn, "sent": self.sent, "model": self.model, "text": self.text,
-            "calls": self.calls, "results": self.results, "usage": self.usage,
-            "cost": self.cost, "replayed": self.replayed, "status": self.status,
-        }  # fmt: skip
+            "turn": self.turn,
+            "sent": self.sent,
+            "model": self.model,
+            "text": self.text,
+            "calls": self.calls,
+            "results": self.results,
+            "usage": self.usage,
+            "cost": self.cost,
+            "replayed": self.replayed,
+            "status": self.status,
+        }
 
 
 @dataclass(kw_only=True)
@@ -107,13 +114,21 @@ class Branch:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "label": self.label, "trace_id": self.trace_id, "agent": self.agent,
-            "status": self.status, "output": self.output, "system_prompt": self.system_prompt,
-            "usage": self.usage, "cost": self.cost, "new_usage": self.new_usage,
-            "new_cost": self.new_cost, "requests": self.requests,
-            "new_requests": self.new_requests, "forked_from": self.forked_from,
+            "label": self.label,
+            "trace_id": self.trace_id,
+            "agent": self.agent,
+            "status": self.status,
+            "output": self.output,
+            "system_prompt": self.system_prompt,
+            "usage": self.usage,
+            "cost": self.cost,
+            "new_usage": self.new_usage,
+            "new_cost": self.new_cost,
+            "requests": self.requests,
+            "new_requests": self.new_requests,
+            "forked_from": self.forked_from,
             "steps": [s.to_dict() for s in self.steps],
-        }  # fmt: skip
+        }
 
 
 def _sent(messages: list[Any]) -> list[dict[str, Any]]:
@@ -122,8 +137,14 @@ def _sent(messages: list[Any]) -> list[dict[str, Any]]:
         if not isinstance(m, dict) or m.get("role") == "assistant":
             continue
         if m.get("role") == "tool":
-            out.append({"role": "tool", "name": str(m.get("name", "")),
-                        "text": _clip(str(m.get("content", ""))), "is_error": bool(m.get("is_error"))})  # fmt: skip
+            out.append(
+                {
+                    "role": "tool",
+                    "name": str(m.get("name", "")),
+                    "text": _clip(str(m.get("content", ""))),
+                    "is_error": bool(m.get("is_error")),
+                }
+            )
         else:
             out.append({"role": "user", "name": "", "text": _clip(str(m.get("content", "")))})
     return out
@@ -140,18 +161,30 @@ def _step(n: int, turn: Span) -> Step:
             continue
         got = span.attributes.get("result")
         r: dict[str, Any] = got if isinstance(got, dict) else {}
-        results.append({"tool": str(span.attributes.get("tool", "")),
-                        "text": _clip(str(r.get("text", ""))), "is_error": bool(r.get("is_error")),
-                        "status": str(r.get("status", span.status)),
-                        "edited": bool(span.attributes.get("edited"))})  # fmt: skip
+        results.append(
+            {
+                "tool": str(span.attributes.get("tool", "")),
+                "text": _clip(str(r.get("text", ""))),
+                "is_error": bool(r.get("is_error")),
+                "status": str(r.get("status", span.status)),
+                "edited": bool(span.attributes.get("edited")),
+            }
+        )
     return Step(
-        turn=n, sent=_sent(list(a.get("messages") or [])), model=str(a.get("model", "")),
+        turn=n,
+        sent=_sent(list(a.get("messages") or [])),
+        model=str(a.get("model", "")),
         text=_clip(str(response.get("text") or "")),
-        calls=[{"name": str(c.get("name", "")), "arguments": _arguments(c.get("arguments", ""))}
-               for c in response.get("tool_calls") or []],
-        results=results, usage=dict(a.get("usage") or {}), cost=a.get("cost"),
-        replayed=bool(a.get("replayed")), status=call.status if call is not None else turn.status,
-    )  # fmt: skip
+        calls=[
+            {"name": str(c.get("name", "")), "arguments": _arguments(c.get("arguments", ""))}
+            for c in response.get("tool_calls") or []
+        ],
+        results=results,
+        usage=dict(a.get("usage") or {}),
+        cost=a.get("cost"),
+        replayed=bool(a.get("replayed")),
+        status=call.status if call is not None else turn.status,
+    )
 
 
 def branch(trace: Trace, label: str) -> Branch:
@@ -164,20 +197,30 @@ def branch(trace: Trace, label: str) -> Branch:
     new = rollup(c for c in calls if not c.get("replayed"))
     link = a.get("forked_from")
     return Branch(
-        label=label, trace_id=trace.trace_id, agent=str(a.get("agent") or root.name),
-        status=root.status, output=a.get("output"), system_prompt=str(a.get("system_prompt") or ""),
-        steps=[_step(n, t) for n, t in enumerate(turns, 1)], usage=every["usage"],
-        cost=every["cost"], new_usage=new["usage"], new_cost=new["cost"],
-        requests=every["requests"], new_requests=new["requests"],
+        label=label,
+        trace_id=trace.trace_id,
+        agent=str(a.get("agent") or root.name),
+        status=root.status,
+        output=a.get("output"),
+        system_prompt=str(a.get("system_prompt") or ""),
+        steps=[_step(n, t) for n, t in enumerate(turns, 1)],
+        usage=every["usage"],
+        cost=every["cost"],
+        new_usage=new["usage"],
+        new_cost=new["cost"],
+        requests=every["requests"],
+        new_requests=new["requests"],
         forked_from=dict(link) if isinstance(link, dict) else None,
-    )  # fmt: skip
+    )
 
 
 def _first_difference(a: Step | None, b: Step | None) -> tuple[str, str] | None:
     if a is None or b is None:
         return "end", "one run has no such turn"
-    users = ([m["text"] for m in a.sent if m["role"] == "user"],
-             [m["text"] for m in b.sent if m["role"] == "user"])  # fmt: skip
+    users = (
+        [m["text"] for m in a.sent if m["role"] == "user"],
+        [m["text"] for m in b.sent if m["role"] == "user"],
+    )
     if users[0] != users[1]:
         return "message", "a user message differs"
     if a.model != b.model:
@@ -215,10 +258,14 @@ class Divergence:
     def to_dict(self) -> dict[str, Any]:
         """The ``kode_nb.divergence/v1`` record data (docs/RECORDS.md)."""
         return {
-            "schema": SCHEMA, "turn": self.turn, "what": self.what, "detail": self.detail,
+            "schema": SCHEMA,
+            "turn": self.turn,
+            "what": self.what,
+            "detail": self.detail,
             "system_prompt_differs": self.system_prompt_differs,
-            "a": self.a.to_dict(), "b": self.b.to_dict(),
-        }  # fmt: skip
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+        }
 
     def summary(self) -> str:
         if self.what is None:
@@ -275,5 +322,6 @@ def diverge(a: Any, b: Any, *, labels: tuple[str, str] | None = None) -> Diverge
         what, detail = "outcome", "the runs ended differently"
     elif what is None and system:
         what, detail = "system prompt", "the system prompts differ"
-    return Divergence(a=first, b=second, turn=turn, what=what, detail=detail,
-                      system_prompt_differs=system)  # fmt: skip
+    return Divergence(
+        a=first, b=second, turn=turn, what=what, detail=detail, system_prompt_differs=system
+    )

@@ -103,20 +103,36 @@ class _Builder:
         if collapsed:
             meta.update(dict.fromkeys(COLLAPSED_KEYS, True))
         self.cells.append(
-            {"cell_type": "markdown", "id": f"kode-{len(self.cells):04d}", "metadata": meta,
-             "source": text}
-        )  # fmt: skip
+            {
+                "cell_type": "markdown",
+                "id": f"kode-{len(self.cells):04d}",
+                "metadata": meta,
+                "source": text,
+            }
+        )
 
     def code(self, source: str, span: Span | None, role: str, output: str | None = None) -> None:
         source = _printable(source)  # data in it is escaped already (_json): this cleans comments
         outputs = []
         if output is not None:
-            outputs.append({"output_type": "execute_result", "execution_count": None,
-                            "metadata": {}, "data": {"text/plain": _printable(output)}})  # fmt: skip
+            outputs.append(
+                {
+                    "output_type": "execute_result",
+                    "execution_count": None,
+                    "metadata": {},
+                    "data": {"text/plain": _printable(output)},
+                }
+            )
         self.cells.append(
-            {"cell_type": "code", "id": f"kode-{len(self.cells):04d}", "execution_count": None,
-             "metadata": self._meta(span, role), "outputs": outputs, "source": source}
-        )  # fmt: skip
+            {
+                "cell_type": "code",
+                "id": f"kode-{len(self.cells):04d}",
+                "execution_count": None,
+                "metadata": self._meta(span, role),
+                "outputs": outputs,
+                "source": source,
+            }
+        )
 
     def note(self, text: str, span: Span | None) -> None:
         self.notes.append(text)
@@ -179,9 +195,11 @@ class _Builder:
         head = f"# {_line(path)}: call {_line(a.get('call_id'))} → {_line(result.get('status', '?'))}\n"
         line = f"result = await executor.call({tool!r}, {args})"
         if subagent:  # running it would call the subagent's model: its recorded run follows
-            source = (f"{head}# `{_line(tool)}` is a subagent: calling it runs its model, so the call is "
-                      f"left commented;\n# its recorded run follows, and the last cell replays "
-                      f"it offline.\n# {line}")  # fmt: skip
+            source = (
+                f"{head}# `{_line(tool)}` is a subagent: calling it runs its model, so the call is "
+                f"left commented;\n# its recorded run follows, and the last cell replays "
+                f"it offline.\n# {line}"
+            )
         else:
             source = f"{head}{line}\nresult"
         self.code(source, span, "tool_call", output=str(result.get("text", "")))
@@ -266,8 +284,11 @@ def _load(run_or_trace: Any, notes: list[str]) -> Trace:
                 f"({', '.join(READABLE_SCHEMAS)}): cells were made from the fields it knows; "
                 "update kode_nb to replay it"
             )
-            return Trace(root=Span.from_dict(run_or_trace["root"]),
-                         trace_id=str(run_or_trace.get("trace_id", "")), schema=schema)  # fmt: skip
+            return Trace(
+                root=Span.from_dict(run_or_trace["root"]),
+                trace_id=str(run_or_trace.get("trace_id", "")),
+                schema=schema,
+            )
     return load_trace(run_or_trace)
 
 
@@ -309,8 +330,9 @@ def expand_trace(
         "# In a notebook with kode_nb loaded, kode_nb.Executor() is the session's: its tools,\n"
         "# policy and approvals (a denied tool stays denied, an edit tool asks with buttons).\n"
         "executor = kode_nb.Executor()",
-        root, "setup",
-    )  # fmt: skip
+        root,
+        "setup",
+    )
     for note in notes:
         builder.markdown(f"> **Note:** {_text(_line(note))}", root, "note")
     builder.run(root, 2, "")
@@ -324,8 +346,10 @@ def expand_trace(
     builder.code(
         "replayed = await kode_nb.replay(TRACE)  # offline: the model answers from the trace\n"
         "print(replayed.output)",
-        root, "replay", output=None,
-    )  # fmt: skip
+        root,
+        "replay",
+        output=None,
+    )
     expansion = Expansion(cells=builder.cells, notes=builder.notes)
     if path is not None:
         target = Path(path)

@@ -90,15 +90,23 @@ class _ForkExecutor(Executor):
 
     def __init__(self, base: Executor, answers: dict[str, ToolResult]) -> None:
         super().__init__(
-            base.registry, policy=base.policy, approver=base.approver, bus=base.bus,
-            max_concurrency=base.max_concurrency, group_limits=base.group_limits,
-            default_timeout=base.default_timeout, network_timeout=base.network_timeout,
-            deps=base.deps, user=base.user, max_stuck_threads=base.max_stuck_threads,
-        )  # fmt: skip
+            base.registry,
+            policy=base.policy,
+            approver=base.approver,
+            bus=base.bus,
+            max_concurrency=base.max_concurrency,
+            group_limits=base.group_limits,
+            default_timeout=base.default_timeout,
+            network_timeout=base.network_timeout,
+            deps=base.deps,
+            user=base.user,
+            max_stuck_threads=base.max_stuck_threads,
+        )
         self.answers = answers
 
-    async def call(self, name: str, arguments: Any = None, *, call_id: str | None = None,
-                   **options: Any) -> ToolResult:  # fmt: skip
+    async def call(
+        self, name: str, arguments: Any = None, *, call_id: str | None = None, **options: Any
+    ) -> ToolResult:
         answer = self.answers.pop(call_id, None) if call_id else None
         if answer is not None:
             return dataclasses.replace(answer, call_id=str(call_id))
@@ -108,17 +116,25 @@ class _ForkExecutor(Executor):
 def _recorded(span: Span, text: str | None = None, is_error: bool = False) -> ToolResult:
     a = span.attributes
     if text is not None:
-        return ToolResult(content=(TextBlock(text=text),), is_error=is_error,
-                          status="error" if is_error else "ok", tool=str(a.get("tool", "")),
-                          call_id=str(a.get("call_id", "")),
-                          error_type="EditedResult" if is_error else None)  # fmt: skip
+        return ToolResult(
+            content=(TextBlock(text=text),),
+            is_error=is_error,
+            status="error" if is_error else "ok",
+            tool=str(a.get("tool", "")),
+            call_id=str(a.get("call_id", "")),
+            error_type="EditedResult" if is_error else None,
+        )
     found = a.get("result")
     r: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     return ToolResult(
-        content=(TextBlock(text=str(r.get("text", ""))),), is_error=bool(r.get("is_error")),
-        status=r.get("status", "ok"), error_type=r.get("error_type"), details=r.get("details"),
-        tool=str(a.get("tool", "")), call_id=str(a.get("call_id", "")),
-    )  # fmt: skip
+        content=(TextBlock(text=str(r.get("text", ""))),),
+        is_error=bool(r.get("is_error")),
+        status=r.get("status", "ok"),
+        error_type=r.get("error_type"),
+        details=r.get("details"),
+        tool=str(a.get("tool", "")),
+        call_id=str(a.get("call_id", "")),
+    )
 
 
 def _live_model(trace: Trace, model: Any) -> Model:
@@ -129,9 +145,12 @@ def _live_model(trace: Trace, model: Any) -> Model:
         known = known.live
     recorded = trace.root.attributes.get("model", "?")
     if known is None or isinstance(known, ReplayModel):
-        why = ("the run was a replay" if known is not None else
-               "this process does not have its model object (a trace loaded from JSON, or "
-               "recorded in another kernel)")  # fmt: skip
+        why = (
+            "the run was a replay"
+            if known is not None
+            else "this process does not have its model object (a trace loaded from JSON, or "
+            "recorded in another kernel)"
+        )
         raise ConfigurationError(
             f"fork: pass model= (a Model or a model string): the run's model {recorded!r} cannot "
             f"continue it, {why}"
@@ -188,8 +207,14 @@ async def fork(
     check = system if isinstance(system, str) and change.system_prompt is None else None
     ids = CallIds(str(run.attributes.get("run_id") or ""))
     log: list[ReplayDivergedError] = []
-    replay = ReplayModel(calls, name=f"replay:{run.attributes.get('model', 'model')}",
-                         run=run.name, system=check, normalize=ids.normalize, log=log)  # fmt: skip
+    replay = ReplayModel(
+        calls,
+        name=f"replay:{run.attributes.get('model', 'model')}",
+        run=run.name,
+        system=check,
+        normalize=ids.normalize,
+        log=log,
+    )
     answers: dict[str, ToolResult] = {}
     for n, turn in enumerate(turn_spans(run), 1):
         for span in turn.children:
@@ -227,9 +252,14 @@ def _check_prompt_is_last(run: Span, point: ForkPoint, history_length: int) -> N
 
 
 def _mark(
-    result: AgentRunResult, parent: Trace, point: ForkPoint, replayed: int, change: Edit,
-    live: Model, ids: CallIds,
-) -> AgentRunResult:  # fmt: skip
+    result: AgentRunResult,
+    parent: Trace,
+    point: ForkPoint,
+    replayed: int,
+    change: Edit,
+    live: Model,
+    ids: CallIds,
+) -> AgentRunResult:
     """Mark the replayed spans, link the parent, and total the cost again."""
     root = result.trace.root
     recorded = [s for t in turn_spans(parent.root) for s in t.children if s.kind == "model_call"]
@@ -238,8 +268,12 @@ def _mark(
             if span.kind == "model_call" and n <= replayed and n <= len(recorded):
                 orig = recorded[n - 1]
                 span.name = orig.name
-                span.set(replayed=True, recorded_span_id=orig.span_id,
-                         model=orig.attributes.get("model"), cost=orig.attributes.get("cost"))  # fmt: skip
+                span.set(
+                    replayed=True,
+                    recorded_span_id=orig.span_id,
+                    model=orig.attributes.get("model"),
+                    cost=orig.attributes.get("cost"),
+                )
             elif span.kind == "tool_call" and n <= replayed:
                 if ids.back(str(span.attributes.get("call_id", ""))) == point.call_id:
                     span.set(edited=change.result is not None)
@@ -250,10 +284,18 @@ def _mark(
     )
     totals = rollup(s.attributes for s in root.walk() if s.kind == "model_call")
     root.set(
-        forked_from={"trace_id": parent.trace_id, "span_id": point.span_id, "turn": point.turn,
-                     "kind": point.kind, "call_id": point.call_id, "edited": edited,
-                     "replayed_requests": replayed},
-        total_usage=totals["usage"], total_requests=totals["requests"], cost=totals["cost"],
-    )  # fmt: skip
+        forked_from={
+            "trace_id": parent.trace_id,
+            "span_id": point.span_id,
+            "turn": point.turn,
+            "kind": point.kind,
+            "call_id": point.call_id,
+            "edited": edited,
+            "replayed_requests": replayed,
+        },
+        total_usage=totals["usage"],
+        total_requests=totals["requests"],
+        cost=totals["cost"],
+    )
     remember_trace(result.trace, model=live)
     return dataclasses.replace(result, cost=totals["cost"])

@@ -111,10 +111,13 @@ def fork_edit(edit: Any, point: ForkPoint, system_prompt: str | None) -> Edit:
         fields = dict(edit)
         wrong = [k for k in fields if k not in allowed]
         if wrong:
-            hint = (" ('message' changes a turn: fork at its turn or model_call span)"
-                    if "message" in wrong else
-                    " ('result' changes a tool call: fork at its tool_call span)"
-                    if "result" in wrong else "")  # fmt: skip
+            hint = (
+                " ('message' changes a turn: fork at its turn or model_call span)"
+                if "message" in wrong
+                else " ('result' changes a tool call: fork at its tool_call span)"
+                if "result" in wrong
+                else ""
+            )
             raise ConfigurationError(
                 f"fork: edit {at} takes {shape}; {', '.join(map(repr, wrong))} is not one of its "
                 f"keys{hint}"

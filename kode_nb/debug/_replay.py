@@ -135,9 +135,13 @@ def _tool_spans(run: Span) -> list[Span]:
 
 
 def replay_model(
-    run: Span, *, strict: bool = True, log: list[ReplayDivergedError] | None = None,
-    path: str = "", normalize: Any = redact,
-) -> ReplayModel:  # fmt: skip
+    run: Span,
+    *,
+    strict: bool = True,
+    log: list[ReplayDivergedError] | None = None,
+    path: str = "",
+    normalize: Any = redact,
+) -> ReplayModel:
     """The :class:`ReplayModel` of a recorded run span, with its nested subagent runs."""
     log = [] if log is None else log
     a = run.attributes
@@ -152,10 +156,15 @@ def replay_model(
     }
     system = a.get("system_prompt")
     return ReplayModel(
-        _model_calls(run), name=f"replay:{a.get('model', 'model')}", run=label,
-        system=system if isinstance(system, str) else None, strict=strict,
-        normalize=normalize, nested=nested, log=log,
-    )  # fmt: skip
+        _model_calls(run),
+        name=f"replay:{a.get('model', 'model')}",
+        run=label,
+        system=system if isinstance(system, str) else None,
+        strict=strict,
+        normalize=normalize,
+        nested=nested,
+        log=log,
+    )
 
 
 class CallIds:
@@ -186,9 +195,13 @@ class CallIds:
         if isinstance(value.get("call_id"), str):
             value = {**value, "call_id": self.back(value["call_id"])}
         if isinstance(value.get("tool_calls"), list):
-            value = {**value, "tool_calls": [
-                {**c, "id": self.back(str(c.get("id", "")))} if isinstance(c, dict) else c
-                for c in value["tool_calls"]]}  # fmt: skip
+            value = {
+                **value,
+                "tool_calls": [
+                    {**c, "id": self.back(str(c.get("id", "")))} if isinstance(c, dict) else c
+                    for c in value["tool_calls"]
+                ],
+            }
         return value
 
 
@@ -207,10 +220,11 @@ def _message(data: Mapping[str, Any]) -> Message:
         )
         return AssistantMessage(text=str(data.get("text", "")), tool_calls=calls)
     return ToolResultMessage(
-        call_id=str(data.get("call_id", "")), name=str(data.get("name", "")),
+        call_id=str(data.get("call_id", "")),
+        name=str(data.get("name", "")),
         content=(TextBlock(text=str(data.get("content", ""))),),
         is_error=bool(data.get("is_error")),
-    )  # fmt: skip
+    )
 
 
 class _AnyArguments:
@@ -253,20 +267,28 @@ def _recorded_tools(run: Span, offered: list[str], specs: list[Any], ids: CallId
             if recorded is None:
                 return ToolResult.error(
                     f"replay: no recorded result for call {ctx.call_id} of '{_name}'",
-                    status="error", error_type="ReplayMissingResult",
-                )  # fmt: skip
+                    status="error",
+                    error_type="ReplayMissingResult",
+                )
             return ToolResult(
                 content=(TextBlock(text=str(recorded.get("text", ""))),),
                 is_error=bool(recorded.get("is_error")),
-                status=recorded.get("status", "ok"), error_type=recorded.get("error_type"),
-            )  # fmt: skip
+                status=recorded.get("status", "ok"),
+                error_type=recorded.get("error_type"),
+            )
 
         stand_in = Tool(
-            name=name, description=str(spec.get("description") or f"recorded {name}"),
-            function=answer, validator=_AnyArguments(spec.get("parameters")),
-            kind=ToolKind.READ, approval="auto", mode="async", context_param="ctx",
-            arguments_param="args", source=f"replay.{name}",
-        )  # fmt: skip
+            name=name,
+            description=str(spec.get("description") or f"recorded {name}"),
+            function=answer,
+            validator=_AnyArguments(spec.get("parameters")),
+            kind=ToolKind.READ,
+            approval="auto",
+            mode="async",
+            context_param="ctx",
+            arguments_param="args",
+            source=f"replay.{name}",
+        )
         registry.register(stand_in)
     return registry
 
@@ -288,9 +310,11 @@ def recorded_agent(
         )
     if run.kind != "run" or "prompt" not in a:
         raise ConfigurationError(f"{what}: the trace's root is not a recorded agent run")
-    notes = [f"{trace.schema} has no {key}: using the default"
-             for key in ("tool_specs", "max_result_chars", "settings", "history_length")
-             if key not in a]  # fmt: skip
+    notes = [
+        f"{trace.schema} has no {key}: using the default"
+        for key in ("tool_specs", "max_result_chars", "settings", "history_length")
+        if key not in a
+    ]
     system = str(a.get("system_prompt") or "")
     recorded_output = a.get("output_model")
     if output_model is not None:
@@ -319,13 +343,16 @@ def recorded_agent(
     known = {k: settings[k] for k in ("temperature", "max_tokens", "tool_choice") if k in settings}
     limit = a.get("max_result_chars", 100_000)
     config: dict[str, Any] = dict(
-        name=str(a.get("agent") or run.name), system_prompt=system,
-        tools=[str(n) for n in a.get("tools") or []], output_model=output_model,
-        max_turns=int(a.get("max_turns") or 10), time_limit=a.get("time_limit"),
+        name=str(a.get("agent") or run.name),
+        system_prompt=system,
+        tools=[str(n) for n in a.get("tools") or []],
+        output_model=output_model,
+        max_turns=int(a.get("max_turns") or 10),
+        time_limit=a.get("time_limit"),
         settings=ModelSettings(**known),
         max_result_chars=limit if isinstance(limit, int) else None,
         reask=bool(a.get("reask", False)),
-    )  # fmt: skip
+    )
     return config, history, notes
 
 

@@ -280,10 +280,13 @@ class Executor:
         if bus.active:
             bus.emit(
                 CallRequested(
-                    tool=tname, call_id=cid, run_id=run_id, parent_call_id=parent_call_id,
+                    tool=tname,
+                    call_id=cid,
+                    run_id=run_id,
+                    parent_call_id=parent_call_id,
                     arguments=arguments,
                 )
-            )  # fmt: skip
+            )
         registry = self._registry if self._registry is not None else _current_registry()
         tool = registry.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -302,9 +305,19 @@ class Executor:
         ):
             plan = make_plan(tool, slots, registry, self._default_timeout, self._network_timeout)
         st = CallState(
-            tname, cid, run_id, parent_call_id, bus, on_update, loop, slots.thread,
-            asyncio.current_task(loop), time.time(), plan, registry,
-        )  # fmt: skip
+            tname,
+            cid,
+            run_id,
+            parent_call_id,
+            bus,
+            on_update,
+            loop,
+            slots.thread,
+            asyncio.current_task(loop),
+            time.time(),
+            plan,
+            registry,
+        )
         st.approver = approver
         inflight = self._inflight
         inflight[st] = None
@@ -342,12 +355,16 @@ class Executor:
         results = await asyncio.gather(
             *(
                 self.call(
-                    c.name, c.arguments, call_id=c.call_id, run_id=run_id,
-                    parent_call_id=parent_call_id, approver=approver,
+                    c.name,
+                    c.arguments,
+                    call_id=c.call_id,
+                    run_id=run_id,
+                    parent_call_id=parent_call_id,
+                    approver=approver,
                 )
                 for c in items
             )
-        )  # fmt: skip
+        )
         return list(results)
 
     # ----------------------------------------------------------------- control
@@ -385,11 +402,15 @@ class Executor:
         """The calls in flight, oldest first, then returned calls whose thread still runs."""
         return [
             RunningCall(
-                call_id=s.call_id, run_id=s.run_id, parent_call_id=s.parent_call_id, tool=s.tool,
-                status=s.status, started=s.started,
+                call_id=s.call_id,
+                run_id=s.run_id,
+                parent_call_id=s.parent_call_id,
+                tool=s.tool,
+                status=s.status,
+                started=s.started,
             )
             for s in [*self._inflight, *self._workers.stopping]
-        ]  # fmt: skip
+        ]
 
     def stuck(self) -> dict[str, int]:
         """Tool name -> worker threads still running calls that already returned (timed out or

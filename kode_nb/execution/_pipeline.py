@@ -81,11 +81,18 @@ class CallSteps:
         if ctx is None:
             settings = self._settings
             ctx = st.context = ToolContext(
-                tool=st.plan.name, call_id=st.call_id, run_id=st.run_id,
-                parent_call_id=st.parent_call_id, cancel=st.get_token(), on_update=st.update,
-                allowed_paths=tuple(settings.policy.allowed_paths), user=settings.user,
-                deps=settings.deps, executor=settings, approver=st.approver,
-            )  # fmt: skip
+                tool=st.plan.name,
+                call_id=st.call_id,
+                run_id=st.run_id,
+                parent_call_id=st.parent_call_id,
+                cancel=st.get_token(),
+                on_update=st.update,
+                allowed_paths=tuple(settings.policy.allowed_paths),
+                user=settings.user,
+                deps=settings.deps,
+                executor=settings,
+                approver=st.approver,
+            )
         return ctx
 
     # ----------------------------------------------------------------- steps before running
@@ -153,10 +160,17 @@ class CallSteps:
         kind = tool.kind.value
         ids = _ids(st)
         request = ApprovalRequest(
-            tool=tool.name, kind=kind, arguments=json_args, call_id=st.call_id, run_id=st.run_id,
-            parent_call_id=st.parent_call_id, label=tool.label, description=tool.description,
-            reason=why, preview=preview,
-        )  # fmt: skip
+            tool=tool.name,
+            kind=kind,
+            arguments=json_args,
+            call_id=st.call_id,
+            run_id=st.run_id,
+            parent_call_id=st.parent_call_id,
+            label=tool.label,
+            description=tool.description,
+            reason=why,
+            preview=preview,
+        )
         bus = self._settings.bus
         if bus.active:
             bus.emit(ApprovalRequested(kind=kind, arguments=json_args, reason=why, **ids))
@@ -164,10 +178,14 @@ class CallSteps:
         if bus.active:
             bus.emit(
                 ApprovalResolved(
-                    approved=decision.approved, reason=decision.reason, always=decision.always,
-                    edited=decision.arguments is not None, decided_by=decision.decided_by, **ids,
+                    approved=decision.approved,
+                    reason=decision.reason,
+                    always=decision.always,
+                    edited=decision.arguments is not None,
+                    decided_by=decision.decided_by,
+                    **ids,
                 )
-            )  # fmt: skip
+            )
         if refusal is not None:
             return self.fail(st, "denied", refusal, "ToolPermissionError")
         if decision.always:
@@ -266,9 +284,13 @@ class CallSteps:
                 if value.is_error and status == "ok":
                     status = "error"
                 return self.finish(
-                    st, value.content, details=value.details, status=status,
-                    is_error=value.is_error, error_type=value.error_type,
-                )  # fmt: skip
+                    st,
+                    value.content,
+                    details=value.details,
+                    status=status,
+                    is_error=value.is_error,
+                    error_type=value.error_type,
+                )
             try:
                 content, details = convert_value(value)
             except Exception as exc:
@@ -321,9 +343,14 @@ class CallSteps:
         self.fail(st, "cancelled", message, "ToolCancelledError")
 
     def not_found(
-        self, registry: RegistryLike, name: object, tool: str, call_id: str,
-        run_id: str | None, parent_call_id: str | None,
-    ) -> ToolResult:  # fmt: skip
+        self,
+        registry: RegistryLike,
+        name: object,
+        tool: str,
+        call_id: str,
+        run_id: str | None,
+        parent_call_id: str | None,
+    ) -> ToolResult:
         if isinstance(name, str):
             matches = registry.close_matches(name)
             message = ToolNotFoundError(
@@ -333,33 +360,62 @@ class CallSteps:
             message = f"A tool name must be a string, got {type(name).__name__} {name!r}."
         now = _wall()
         result = ToolResult(
-            content=(TextBlock(text=message),), is_error=True, status="not_found", tool=tool,
-            call_id=call_id, error_type="ToolNotFoundError", started_at=now, ended_at=now,
-        )  # fmt: skip
+            content=(TextBlock(text=message),),
+            is_error=True,
+            status="not_found",
+            tool=tool,
+            call_id=call_id,
+            error_type="ToolNotFoundError",
+            started_at=now,
+            ended_at=now,
+        )
         if self._settings.bus.active:
             self._settings.bus.emit(
                 CallFailed(
-                    tool=tool, call_id=call_id, run_id=run_id, parent_call_id=parent_call_id,
-                    result=result, error_type="ToolNotFoundError", message=message,
+                    tool=tool,
+                    call_id=call_id,
+                    run_id=run_id,
+                    parent_call_id=parent_call_id,
+                    result=result,
+                    error_type="ToolNotFoundError",
+                    message=message,
                 )
-            )  # fmt: skip
+            )
         return result
 
     def fail(
-        self, st: CallState, status: ResultStatus, message: str, error: str | BaseException, *,
-        issues: Sequence[Any] = (), timeout: float = 0.0,
-    ) -> ToolResult:  # fmt: skip
+        self,
+        st: CallState,
+        status: ResultStatus,
+        message: str,
+        error: str | BaseException,
+        *,
+        issues: Sequence[Any] = (),
+        timeout: float = 0.0,
+    ) -> ToolResult:
         error_type = error if isinstance(error, str) else type(error).__name__
         return self.finish(
-            st, (TextBlock(text=message),), status=status, is_error=True, error_type=error_type,
-            issues=issues, timeout=timeout,
-        )  # fmt: skip
+            st,
+            (TextBlock(text=message),),
+            status=status,
+            is_error=True,
+            error_type=error_type,
+            issues=issues,
+            timeout=timeout,
+        )
 
     def finish(
-        self, st: CallState, content: tuple[Any, ...], details: Any = None, *,
-        status: ResultStatus = "ok", is_error: bool = False, error_type: str | None = None,
-        issues: Sequence[Any] = (), timeout: float = 0.0,
-    ) -> ToolResult:  # fmt: skip
+        self,
+        st: CallState,
+        content: tuple[Any, ...],
+        details: Any = None,
+        *,
+        status: ResultStatus = "ok",
+        is_error: bool = False,
+        error_type: str | None = None,
+        issues: Sequence[Any] = (),
+        timeout: float = 0.0,
+    ) -> ToolResult:
         """Build the result, emit the one terminal event, record the stats."""
         if st.pending is not None:
             st.drain()  # updates a worker thread queued before the end come before the result
@@ -372,10 +428,17 @@ class CallSteps:
             duration = 0.0
             started_at = ended_at = _wall()
         result = ToolResult(
-            content=content, details=details, is_error=is_error, status=status, tool=st.tool,
-            call_id=st.call_id, error_type=error_type, started_at=started_at, ended_at=ended_at,
+            content=content,
+            details=details,
+            is_error=is_error,
+            status=status,
+            tool=st.tool,
+            call_id=st.call_id,
+            error_type=error_type,
+            started_at=started_at,
+            ended_at=ended_at,
             duration=duration,
-        )  # fmt: skip
+        )
         if self._settings.bus.active:
             self._settings.bus.emit(_terminal_event(st, result, issues, timeout))
         if status == "denied":  # counted apart from failures

@@ -101,9 +101,11 @@ class ProcessRunner:
         self.live[process] = None
         st.pid = process.pid
         threading.Thread(
-            target=self._wait, args=(process, request, loop, waiter), daemon=True,
+            target=self._wait,
+            args=(process, request, loop, waiter),
+            daemon=True,
             name=f"kode_nb-wait-{process.pid}",
-        ).start()  # fmt: skip
+        ).start()
         try:
             kind, value = await waiter
         except BaseException:

@@ -54,13 +54,15 @@ async def ask(
         if found.key in getattr(policy, "always_allowed", ()):
             return approve(by="always allowed")
     request = ApprovalRequest(
-        tool=tool, kind=found.kind.value if found is not None else "other",
-        arguments=dict(arguments or {}), call_id=call_id or f"fw_{secrets.token_hex(6)}",
+        tool=tool,
+        kind=found.kind.value if found is not None else "other",
+        arguments=dict(arguments or {}),
+        call_id=call_id or f"fw_{secrets.token_hex(6)}",
         run_id=run_id if run_id is not None else CURRENT_RUN.get(),
         label=found.label if found is not None else tool,
         description=found.description if found is not None else "",
         reason=f"{framework} asks for approval" if framework else "approval requested",
-    )  # fmt: skip
+    )
     approver = ex.approver if ex is not None else None
     if approver is None:
         return deny(

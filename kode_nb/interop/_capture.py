@@ -145,16 +145,23 @@ class Capture:
                 _, _, result, events = self._calls.pop(found)
                 a["call_id"] = a.get("call_id") or result.call_id
                 a["result"] = {
-                    "status": result.status, "is_error": result.is_error, "text": result.text,
-                    "error_type": result.error_type, "duration": result.duration, "details": None,
-                }  # fmt: skip
+                    "status": result.status,
+                    "is_error": result.is_error,
+                    "text": result.text,
+                    "error_type": result.error_type,
+                    "duration": result.duration,
+                    "details": None,
+                }
                 node.status = result.status
                 node.error = result.text if result.is_error else None
                 a["kode_nb_events"] = [
-                    {"name": e.type, "time": time.time() - (time.monotonic() - e.timestamp),
-                     "attributes": _event_fields(e)}
+                    {
+                        "name": e.type,
+                        "time": time.time() - (time.monotonic() - e.timestamp),
+                        "attributes": _event_fields(e),
+                    }
                     for e in events
-                ]  # fmt: skip
+                ]
 
     def add(self, nodes: Iterable[Node], *, framework: str) -> list[Trace]:
         """Turn one finished framework run's nodes into traces and keep them (thread-safe)."""

@@ -57,9 +57,13 @@ def _structured(kode: KodeTools, name: str) -> StructuredTool:
         )
 
     return StructuredTool(
-        name=tool.name, description=tool.description or tool.name, args_schema=tool.parameters,
-        func=call_sync, coroutine=call, handle_tool_error=True,
-    )  # fmt: skip
+        name=tool.name,
+        description=tool.description or tool.name,
+        args_schema=tool.parameters,
+        func=call_sync,
+        coroutine=call,
+        handle_tool_error=True,
+    )
 
 
 def langchain_tools(
@@ -84,12 +88,19 @@ def _message(m: Any) -> dict[str, Any]:
     if not isinstance(content, str):
         content = json.loads(json.dumps(content, default=str))
     if kind == "ai":
-        calls = [{"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args")}
-                 for c in getattr(m, "tool_calls", None) or []]  # fmt: skip
+        calls = [
+            {"id": c.get("id"), "name": c.get("name"), "arguments": c.get("args")}
+            for c in getattr(m, "tool_calls", None) or []
+        ]
         return message("assistant", text=content, tool_calls=calls or None)
     if kind == "tool":
-        return message("tool", call_id=getattr(m, "tool_call_id", None), name=getattr(m, "name", None),
-                       content=content, is_error=getattr(m, "status", "") == "error")  # fmt: skip
+        return message(
+            "tool",
+            call_id=getattr(m, "tool_call_id", None),
+            name=getattr(m, "name", None),
+            content=content,
+            is_error=getattr(m, "status", "") == "error",
+        )
     role = {"human": "user", "system": "system"}.get(kind, kind or "user")
     return message(role, content=content)
 
@@ -97,8 +108,13 @@ def _message(m: Any) -> dict[str, Any]:
 def _model_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> str:
     params = kwargs.get("invocation_params") or {}
     meta = kwargs.get("metadata") or {}
-    for value in (params.get("model"), params.get("model_name"), meta.get("ls_model_name"),
-                  params.get("_type"), (serialized or {}).get("name")):  # fmt: skip
+    for value in (
+        params.get("model"),
+        params.get("model_name"),
+        meta.get("ls_model_name"),
+        params.get("_type"),
+        (serialized or {}).get("name"),
+    ):
         if value:
             return str(value)
     return "unknown"
@@ -136,8 +152,14 @@ class CaptureHandler(BaseCallbackHandler):
         rid, pid = str(run_id), str(parent) if parent is not None else None
         with self.lock:
             self.parents[rid] = pid
-            self.nodes[rid] = Node(id=rid, parent=pid, kind=kind, name=name,
-                                   attributes=attributes, order=next(self.order))  # fmt: skip
+            self.nodes[rid] = Node(
+                id=rid,
+                parent=pid,
+                kind=kind,
+                name=name,
+                attributes=attributes,
+                order=next(self.order),
+            )
 
     def _close(
         self, run_id: Any, status: str = "ok", error: BaseException | None = None
@@ -182,14 +204,20 @@ class CaptureHandler(BaseCallbackHandler):
 
     # ------------------------------------------------------------------ chains (agents, graphs)
 
-    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
-                       parent_run_id: Any = None, **kwargs: Any) -> None:  # fmt: skip
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: Any, parent_run_id: Any = None, **kwargs: Any
+    ) -> None:
         name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
         parent = self.nodes.get(str(parent_run_id))
         parent_kind = parent.kind if parent is not None else None
         is_run = parent_run_id is None or parent_kind == "tool_call"
-        self._open(run_id, parent_run_id, "run" if is_run else "other", str(name),
-                   **({"agent": str(name)} if is_run else {}))  # fmt: skip
+        self._open(
+            run_id,
+            parent_run_id,
+            "run" if is_run else "other",
+            str(name),
+            **({"agent": str(name)} if is_run else {}),
+        )
 
     def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
         node = self.nodes.get(str(run_id))
@@ -202,19 +230,36 @@ class CaptureHandler(BaseCallbackHandler):
 
     # ------------------------------------------------------------------ model calls
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any,
-                            parent_run_id: Any = None, **kwargs: Any) -> None:  # fmt: skip
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: Any,
+        parent_run_id: Any = None,
+        **kwargs: Any,
+    ) -> None:
         model = _model_name(serialized, kwargs)
         sent = [_message(m) for batch in messages for m in batch]
         tools = _offered(kwargs)
         params = {k: v for k, v in (kwargs.get("invocation_params") or {}).items() if k != "tools"}
         self._open(
-            run_id, parent_run_id, "model_call", model, model=model, messages=sent,
-            message_count=len(sent), tools=tools,
-            request=neutral_request(FRAMEWORK, model, sent,
-                                    (kwargs.get("invocation_params") or {}).get("tools") or [],
-                                    settings=params),
-        )  # fmt: skip
+            run_id,
+            parent_run_id,
+            "model_call",
+            model,
+            model=model,
+            messages=sent,
+            message_count=len(sent),
+            tools=tools,
+            request=neutral_request(
+                FRAMEWORK,
+                model,
+                sent,
+                (kwargs.get("invocation_params") or {}).get("tools") or [],
+                settings=params,
+            ),
+        )
 
     def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
         node = self.nodes.get(str(run_id))
@@ -224,10 +269,14 @@ class CaptureHandler(BaseCallbackHandler):
             text = getattr(gens[0], "text", "") if gens else ""
             reply = _message(msg) if msg is not None else {"text": text}
             usage = getattr(msg, "usage_metadata", None) or {}
-            node.attributes["response"] = {"text": reply.get("text") or text,
-                                           "tool_calls": reply.get("tool_calls") or []}  # fmt: skip
-            node.attributes["usage"] = {"input_tokens": usage.get("input_tokens"),
-                                        "output_tokens": usage.get("output_tokens")}  # fmt: skip
+            node.attributes["response"] = {
+                "text": reply.get("text") or text,
+                "tool_calls": reply.get("tool_calls") or [],
+            }
+            node.attributes["usage"] = {
+                "input_tokens": usage.get("input_tokens"),
+                "output_tokens": usage.get("output_tokens"),
+            }
             info = getattr(gens[0], "generation_info", None) if gens else None
             if isinstance(info, Mapping) and info.get("finish_reason"):
                 node.attributes["stop_reason"] = info["finish_reason"]
@@ -238,12 +287,27 @@ class CaptureHandler(BaseCallbackHandler):
 
     # ------------------------------------------------------------------ tool calls
 
-    def on_tool_start(self, serialized: Any, input_str: str, *, run_id: Any,
-                      parent_run_id: Any = None, inputs: Any = None, **kwargs: Any) -> None:  # fmt: skip
+    def on_tool_start(
+        self,
+        serialized: Any,
+        input_str: str,
+        *,
+        run_id: Any,
+        parent_run_id: Any = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> None:
         name = (serialized or {}).get("name") or kwargs.get("name") or "tool"
         arguments = inputs if inputs is not None else _json_or_text(input_str)
-        self._open(run_id, parent_run_id, "tool_call", str(name), tool=str(name),
-                   arguments=arguments, call_id=kwargs.get("tool_call_id"))  # fmt: skip
+        self._open(
+            run_id,
+            parent_run_id,
+            "tool_call",
+            str(name),
+            tool=str(name),
+            arguments=arguments,
+            call_id=kwargs.get("tool_call_id"),
+        )
 
     def on_tool_end(self, output: Any, *, run_id: Any, **kwargs: Any) -> None:
         node = self.nodes.get(str(run_id))
@@ -251,10 +315,13 @@ class CaptureHandler(BaseCallbackHandler):
             content = getattr(output, "content", output)
             is_error = getattr(output, "status", "") == "error"
             node.attributes["result"] = {
-                "status": "error" if is_error else "ok", "is_error": is_error,
+                "status": "error" if is_error else "ok",
+                "is_error": is_error,
                 "text": content if isinstance(content, str) else json.dumps(content, default=str),
-                "error_type": None, "duration": None, "details": None,
-            }  # fmt: skip
+                "error_type": None,
+                "duration": None,
+                "details": None,
+            }
             if node.attributes.get("call_id") is None:
                 node.attributes["call_id"] = getattr(output, "tool_call_id", None)
         self._close(run_id, "error" if getattr(output, "status", "") == "error" else "ok")
@@ -263,9 +330,13 @@ class CaptureHandler(BaseCallbackHandler):
         node = self.nodes.get(str(run_id))
         if node is not None:
             node.attributes["result"] = {
-                "status": "error", "is_error": True, "text": str(error),
-                "error_type": type(error).__name__, "duration": None, "details": None,
-            }  # fmt: skip
+                "status": "error",
+                "is_error": True,
+                "text": str(error),
+                "error_type": type(error).__name__,
+                "duration": None,
+                "details": None,
+            }
         self._close(run_id, "error", error)
 
 

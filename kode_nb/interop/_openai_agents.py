@@ -53,19 +53,24 @@ def _function_tool(kode: KodeTools, name: str, approval: str) -> FunctionTool:
         call_id = getattr(ctx, "tool_call_id", None)
         approved = native and kode.needs_approval(name, arguments or "{}")
         result = await kode.call(
-            name, arguments or "{}", call_id=call_id,
+            name,
+            arguments or "{}",
+            call_id=call_id,
             approved_by=FRAMEWORK if approved else None,
-        )  # fmt: skip
+        )
         return outcome(result).text
 
     async def needs(_ctx: RunContextWrapper[Any], params: dict[str, Any], _call_id: str) -> bool:
         return kode.needs_approval(name, params)
 
     return FunctionTool(
-        name=tool.name, description=tool.description or tool.name,
-        params_json_schema=tool.parameters, on_invoke_tool=invoke, strict_json_schema=False,
+        name=tool.name,
+        description=tool.description or tool.name,
+        params_json_schema=tool.parameters,
+        on_invoke_tool=invoke,
+        strict_json_schema=False,
         needs_approval=needs if native else False,
-    )  # fmt: skip
+    )
 
 
 def openai_agents_tools(
@@ -108,9 +113,12 @@ async def answer_interruptions(result: Any, *, executor: Executor | None = None)
     state = result.to_state()
     for item in result.interruptions:
         decision = await ask(
-            str(item.name or item.tool_name or "tool"), _arguments(item), call_id=_call_id(item),
-            executor=executor, framework=FRAMEWORK,
-        )  # fmt: skip
+            str(item.name or item.tool_name or "tool"),
+            _arguments(item),
+            call_id=_call_id(item),
+            executor=executor,
+            framework=FRAMEWORK,
+        )
         if decision.approved:
             state.approve(item)
         else:
@@ -175,8 +183,10 @@ def _usage(raw: Any) -> dict[str, Any]:
         return {"input_tokens": None, "output_tokens": None}
     tin = raw.get("input_tokens", raw.get("prompt_tokens"))
     tout = raw.get("output_tokens", raw.get("completion_tokens"))
-    return {"input_tokens": tin if isinstance(tin, int) else None,
-            "output_tokens": tout if isinstance(tout, int) else None}  # fmt: skip
+    return {
+        "input_tokens": tin if isinstance(tin, int) else None,
+        "output_tokens": tout if isinstance(tout, int) else None,
+    }
 
 
 def _chat_response(output: Any) -> dict[str, Any]:
@@ -191,8 +201,13 @@ def _chat_response(output: Any) -> dict[str, Any]:
             text.append(content)
         for c in m.get("tool_calls") or []:
             fn = c.get("function") or {}
-            calls.append({"id": c.get("id"), "name": fn.get("name"),
-                          "arguments": _json_or_text(fn.get("arguments"))})  # fmt: skip
+            calls.append(
+                {
+                    "id": c.get("id"),
+                    "name": fn.get("name"),
+                    "arguments": _json_or_text(fn.get("arguments")),
+                }
+            )
     return {"text": "\n".join(text), "tool_calls": calls}
 
 
@@ -208,8 +223,13 @@ def _responses_response(output: Any) -> dict[str, Any]:
                 if isinstance(part, dict) and part.get("text"):
                     text.append(str(part["text"]))
         elif item.get("type") == "function_call":
-            calls.append({"id": item.get("call_id"), "name": item.get("name"),
-                          "arguments": _json_or_text(item.get("arguments"))})  # fmt: skip
+            calls.append(
+                {
+                    "id": item.get("call_id"),
+                    "name": item.get("name"),
+                    "arguments": _json_or_text(item.get("arguments")),
+                }
+            )
     return {"text": "\n".join(text), "tool_calls": calls}
 
 
@@ -225,48 +245,73 @@ def _node(span: Any, order: int, tools: dict[str, list[str]]) -> Node:
     kind = getattr(data, "type", "")
     err = span.error
     node = Node(
-        id=span.span_id, parent=span.parent_id, kind="other", name=str(kind),
-        start=_time(span.started_at) or 0.0, end=_time(span.ended_at),
-        status="error" if err else "ok", order=order,
+        id=span.span_id,
+        parent=span.parent_id,
+        kind="other",
+        name=str(kind),
+        start=_time(span.started_at) or 0.0,
+        end=_time(span.ended_at),
+        status="error" if err else "ok",
+        order=order,
         error=(err.get("message") if isinstance(err, dict) else str(err)) if err else None,
-    )  # fmt: skip
+    )
     if kind == "agent":
         node.kind, node.name = "run", str(data.name)
-        node.attributes = {"agent": data.name, "tools": list(data.tools or []),
-                           "handoffs": list(data.handoffs or []),
-                           "output_type": data.output_type}  # fmt: skip
+        node.attributes = {
+            "agent": data.name,
+            "tools": list(data.tools or []),
+            "handoffs": list(data.handoffs or []),
+            "output_type": data.output_type,
+        }
         tools[span.span_id] = list(data.tools or [])
     elif kind == "generation":
         model = str(data.model or "unknown")
         messages = _messages(data.input)
         node.kind = "model_call"
         node.attributes = {
-            "model": model, "messages": messages, "message_count": len(messages),
-            "request": neutral_request(FRAMEWORK, model, messages, tools.get(span.parent_id, []),
-                                       settings=_dump(data.model_config)),
-            "response": _chat_response(data.output), "usage": _usage(data.usage),
+            "model": model,
+            "messages": messages,
+            "message_count": len(messages),
+            "request": neutral_request(
+                FRAMEWORK,
+                model,
+                messages,
+                tools.get(span.parent_id, []),
+                settings=_dump(data.model_config),
+            ),
+            "response": _chat_response(data.output),
+            "usage": _usage(data.usage),
             "tools": tools.get(span.parent_id, []),
-        }  # fmt: skip
+        }
     elif kind == "response":
         response = data.response
         model = str(getattr(response, "model", None) or "unknown")
         messages = _messages(data.input)
         node.kind = "model_call"
         node.attributes = {
-            "model": model, "messages": messages, "message_count": len(messages),
+            "model": model,
+            "messages": messages,
+            "message_count": len(messages),
             "request": neutral_request(FRAMEWORK, model, messages, tools.get(span.parent_id, [])),
             "response": _responses_response(getattr(response, "output", None)),
             "usage": _usage(data.usage or getattr(response, "usage", None)),
             "tools": tools.get(span.parent_id, []),
-        }  # fmt: skip
+        }
     elif kind == "function":
         node.kind, node.name = "tool_call", str(data.name)
         text = "" if data.output is None else str(data.output)
         node.attributes = {
-            "tool": data.name, "arguments": _json_or_text(data.input),
-            "result": {"status": "error" if err else "ok", "is_error": bool(err), "text": text,
-                       "error_type": None, "duration": None, "details": None},
-        }  # fmt: skip
+            "tool": data.name,
+            "arguments": _json_or_text(data.input),
+            "result": {
+                "status": "error" if err else "ok",
+                "is_error": bool(err),
+                "text": text,
+                "error_type": None,
+                "duration": None,
+                "details": None,
+            },
+        }
     elif kind == "handoff":
         node.attributes = {"from_agent": data.from_agent, "to_agent": data.to_agent}
     return node
@@ -358,10 +403,19 @@ class ScriptedAgentsModel(Model):
         self.requests: list[Any] = []
 
     async def get_response(
-        self, system_instructions: str | None, input: Any, model_settings: Any, tools: Any,
-        output_schema: Any, handoffs: Any, tracing: Any, *, previous_response_id: Any = None,
-        conversation_id: Any = None, prompt: Any = None,
-    ) -> ModelResponse:  # fmt: skip
+        self,
+        system_instructions: str | None,
+        input: Any,
+        model_settings: Any,
+        tools: Any,
+        output_schema: Any,
+        handoffs: Any,
+        tracing: Any,
+        *,
+        previous_response_id: Any = None,
+        conversation_id: Any = None,
+        prompt: Any = None,
+    ) -> ModelResponse:
         from agents.tracing import generation_span
         from openai.types.responses import (
             ResponseFunctionToolCall,
@@ -381,18 +435,26 @@ class ScriptedAgentsModel(Model):
             sent = [{"role": "system", "content": system_instructions}, *sent]
         items: list[Any] = []
         if isinstance(answer, str):
-            items.append(ResponseOutputMessage(
-                id=f"msg_{len(self.requests)}", type="message", role="assistant",
-                status="completed",
-                content=[ResponseOutputText(type="output_text", text=answer, annotations=[])],
-            ))  # fmt: skip
+            items.append(
+                ResponseOutputMessage(
+                    id=f"msg_{len(self.requests)}",
+                    type="message",
+                    role="assistant",
+                    status="completed",
+                    content=[ResponseOutputText(type="output_text", text=answer, annotations=[])],
+                )
+            )
         else:
             calls = [answer] if isinstance(answer, tuple) else list(answer)
             for i, (tool, args) in enumerate(calls):
-                items.append(ResponseFunctionToolCall(
-                    type="function_call", call_id=f"call_{len(self.requests)}_{i}", name=tool,
-                    arguments=json.dumps(args),
-                ))  # fmt: skip
+                items.append(
+                    ResponseFunctionToolCall(
+                        type="function_call",
+                        call_id=f"call_{len(self.requests)}_{i}",
+                        name=tool,
+                        arguments=json.dumps(args),
+                    )
+                )
         tin = sum(len(json.dumps(m, default=str)) for m in _dump(sent)) // 4
         tout = sum(len(json.dumps(_dump(i), default=str)) for i in items) // 4
         with generation_span(
@@ -411,10 +473,16 @@ def _chat_item(item: Any) -> dict[str, Any]:
     """A Responses output item as a chat-completions message (the generation span's form)."""
     data = _dump(item)
     if data.get("type") == "function_call":
-        return {"role": "assistant", "tool_calls": [{
-            "id": data.get("call_id"), "type": "function",
-            "function": {"name": data.get("name"), "arguments": data.get("arguments")},
-        }]}  # fmt: skip
+        return {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": data.get("call_id"),
+                    "type": "function",
+                    "function": {"name": data.get("name"), "arguments": data.get("arguments")},
+                }
+            ],
+        }
     text = "".join(str(p.get("text", "")) for p in data.get("content") or [])
     return {"role": "assistant", "content": text}
 

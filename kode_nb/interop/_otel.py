@@ -30,8 +30,11 @@ def _load(value: Any) -> Any:
 
 
 def _text(parts: list[Any]) -> str:
-    return "\n".join(str(p.get("content", "")) for p in parts
-                     if isinstance(p, Mapping) and p.get("type") == "text")  # fmt: skip
+    return "\n".join(
+        str(p.get("content", ""))
+        for p in parts
+        if isinstance(p, Mapping) and p.get("type") == "text"
+    )
 
 
 def semconv_messages(value: Any) -> list[dict[str, Any]]:
@@ -43,15 +46,26 @@ def semconv_messages(value: Any) -> list[dict[str, Any]]:
         role = str(m.get("role", "user"))
         parts = [p for p in m.get("parts") or [] if isinstance(p, Mapping)]
         if role == "assistant":
-            calls = [{"id": p.get("id"), "name": p.get("name"), "arguments": _load(p.get("arguments"))}
-                     for p in parts if p.get("type") == "tool_call"]  # fmt: skip
+            calls = [
+                {"id": p.get("id"), "name": p.get("name"), "arguments": _load(p.get("arguments"))}
+                for p in parts
+                if p.get("type") == "tool_call"
+            ]
             out.append(message("assistant", text=_text(parts), tool_calls=calls or None))
             continue
         for p in parts:
             if p.get("type") == "tool_call_response":
                 result = p.get("result", p.get("response"))
-                out.append(message("tool", call_id=p.get("id"), name=p.get("name"),
-                                   content=result if isinstance(result, str) else json.dumps(result, default=str)))  # fmt: skip
+                out.append(
+                    message(
+                        "tool",
+                        call_id=p.get("id"),
+                        name=p.get("name"),
+                        content=result
+                        if isinstance(result, str)
+                        else json.dumps(result, default=str),
+                    )
+                )
         text = _text(parts)
         if text or not parts:
             out.append(message(role, content=text))
@@ -60,8 +74,10 @@ def semconv_messages(value: Any) -> list[dict[str, Any]]:
 
 def _usage(a: Mapping[str, Any]) -> dict[str, Any]:
     tin, tout = a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens")
-    return {"input_tokens": tin if isinstance(tin, int) else None,
-            "output_tokens": tout if isinstance(tout, int) else None}  # fmt: skip
+    return {
+        "input_tokens": tin if isinstance(tin, int) else None,
+        "output_tokens": tout if isinstance(tout, int) else None,
+    }
 
 
 def _tool_names(params: Any) -> list[dict[str, Any]]:
@@ -69,20 +85,43 @@ def _tool_names(params: Any) -> list[dict[str, Any]]:
     if not isinstance(params, Mapping):
         return []
     tools = [*(params.get("function_tools") or []), *(params.get("output_tools") or [])]
-    return [{"name": t.get("name"), "description": t.get("description"),
-             "parameters": t.get("parameters_json_schema")}
-            for t in tools if isinstance(t, Mapping)]  # fmt: skip
+    return [
+        {
+            "name": t.get("name"),
+            "description": t.get("description"),
+            "parameters": t.get("parameters_json_schema"),
+        }
+        for t in tools
+        if isinstance(t, Mapping)
+    ]
 
 
 def node_of(
-    *, span_id: str, parent: str | None, name: str, start: float, end: float | None,
-    attributes: Mapping[str, Any], error: str | None, order: int, framework: str,
-) -> Node:  # fmt: skip
+    *,
+    span_id: str,
+    parent: str | None,
+    name: str,
+    start: float,
+    end: float | None,
+    attributes: Mapping[str, Any],
+    error: str | None,
+    order: int,
+    framework: str,
+) -> Node:
     """The node of one finished span."""
     a = attributes
     op = str(a.get("gen_ai.operation.name") or name.split(" ", 1)[0])
-    node = Node(id=span_id, parent=parent, kind="other", name=name, start=start, end=end,
-                status="error" if error else "ok", error=error, order=order)  # fmt: skip
+    node = Node(
+        id=span_id,
+        parent=parent,
+        kind="other",
+        name=name,
+        start=start,
+        end=end,
+        status="error" if error else "ok",
+        error=error,
+        order=order,
+    )
     if op == "invoke_agent" or name == "agent run" or "agent_name" in a:
         agent = str(
             a.get("gen_ai.agent.name")
@@ -110,12 +149,14 @@ def node_of(
         tools = _tool_names(a.get("model_request_parameters"))
         node.kind = "model_call"
         node.attributes = {
-            "model": model, "messages": sent, "message_count": len(sent),
+            "model": model,
+            "messages": sent,
+            "message_count": len(sent),
             "tools": [t["name"] for t in tools],
             "request": neutral_request(framework, model, sent, tools),
             "response": {"text": last.get("text", ""), "tool_calls": last.get("tool_calls") or []},
             "usage": _usage(a),
-        }  # fmt: skip
+        }
         reasons = a.get("gen_ai.response.finish_reasons")
         if reasons:
             node.attributes["stop_reason"] = (
@@ -127,10 +168,16 @@ def node_of(
         text = result if isinstance(result, str) else json.dumps(_load(result), default=str)
         node.kind, node.name = "tool_call", tool
         node.attributes = {
-            "tool": tool, "call_id": a.get("gen_ai.tool.call.id"),
+            "tool": tool,
+            "call_id": a.get("gen_ai.tool.call.id"),
             "arguments": _load(a.get("gen_ai.tool.call.arguments", a.get("tool_arguments"))),
-            "result": {"status": "error" if error else "ok", "is_error": bool(error),
-                       "text": error if error and result is None else text,
-                       "error_type": None, "duration": None, "details": None},
-        }  # fmt: skip
+            "result": {
+                "status": "error" if error else "ok",
+                "is_error": bool(error),
+                "text": error if error and result is None else text,
+                "error_type": None,
+                "duration": None,
+                "details": None,
+            },
+        }
     return node

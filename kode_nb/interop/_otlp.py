@@ -55,8 +55,9 @@ def readable_spans(trace: Trace, *, service_name: str = "kode_nb") -> list[Reada
     out: list[ReadableSpan] = []
     for s in trace.to_otel():
         tid = int(s["trace_id"], 16)
-        ctx = SpanContext(tid, int(s["span_id"], 16), is_remote=False,
-                          trace_flags=TraceFlags(TraceFlags.SAMPLED))  # fmt: skip
+        ctx = SpanContext(
+            tid, int(s["span_id"], 16), is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+        )
         parent = (
             SpanContext(
                 tid,

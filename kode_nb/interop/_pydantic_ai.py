@@ -102,9 +102,11 @@ class KodeToolset(AbstractToolset[Any]):
         ):
             raise ApprovalRequired(metadata={"kode_nb": True})
         result = await self.kode.call(
-            name, tool_args, call_id=ctx.tool_call_id,
+            name,
+            tool_args,
+            call_id=ctx.tool_call_id,
             approved_by=FRAMEWORK if approved else None,
-        )  # fmt: skip
+        )
         out = outcome(result)
         if out.kind == "retry":
             raise ModelRetry(out.text)
@@ -150,9 +152,13 @@ async def answer_deferred(
     results = DeferredToolResults()
     for call in requests.approvals:
         decision = await ask(
-            call.tool_name, call.args_as_dict(), call_id=call.tool_call_id,
-            executor=executor, run_id=run_id, framework=FRAMEWORK,
-        )  # fmt: skip
+            call.tool_name,
+            call.args_as_dict(),
+            call_id=call.tool_call_id,
+            executor=executor,
+            run_id=run_id,
+            framework=FRAMEWORK,
+        )
         results.approvals[call.tool_call_id] = (
             True
             if decision.approved
@@ -219,11 +225,16 @@ def _node(span: Any, order: int) -> Any:
     error = (getattr(status, "description", None) or "error") if failed else None
     parent = span.parent.span_id if span.parent is not None else None
     return node_of(
-        span_id=f"{span.context.span_id:016x}", parent=f"{parent:016x}" if parent is not None else None,
-        name=span.name, start=span.start_time / 1e9,
+        span_id=f"{span.context.span_id:016x}",
+        parent=f"{parent:016x}" if parent is not None else None,
+        name=span.name,
+        start=span.start_time / 1e9,
         end=span.end_time / 1e9 if span.end_time is not None else None,
-        attributes=dict(span.attributes or {}), error=error, order=order, framework=FRAMEWORK,
-    )  # fmt: skip
+        attributes=dict(span.attributes or {}),
+        error=error,
+        order=order,
+        framework=FRAMEWORK,
+    )
 
 
 _PROCESSOR: _Spans | None = None
@@ -294,10 +305,13 @@ def replaying_model(answers: list[dict[str, Any]], then: Any = None) -> Any:
         parts: list[Any] = [TextPart(str(recorded["text"]))] if recorded.get("text") else []
         for call in recorded.get("tool_calls") or []:
             args = call.get("arguments")
-            parts.append(ToolCallPart(
-                str(call.get("name")), args if isinstance(args, (dict, str)) else json.dumps(args),
-                tool_call_id=str(call.get("id") or f"replay_{given}_{len(parts)}"),
-            ))  # fmt: skip
+            parts.append(
+                ToolCallPart(
+                    str(call.get("name")),
+                    args if isinstance(args, (dict, str)) else json.dumps(args),
+                    tool_call_id=str(call.get("id") or f"replay_{given}_{len(parts)}"),
+                )
+            )
         return ModelResponse(parts=parts or [TextPart("")])
 
     return FunctionModel(answer, model_name=f"replay:{len(answers)}")

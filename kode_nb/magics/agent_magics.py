@@ -130,11 +130,16 @@ def agent_cell(session: KodeSession, shell: Any, line: str, cell: str) -> Tool:
             f"{where}: the front matter needs 'description:' (what it does, when to use it)"
         )
     options: dict[str, Any] = {
-        "name": name, "description": description, "system_prompt": body,
-        "tools": tools_option(meta.get("tools"), where), **inputs_option(meta.get("inputs"), ns, where),
-        **number_option(meta, "max_turns", where, int), **number_option(meta, "max_depth", where, int),
-        **number_option(meta, "time_limit", where, float), **choice_options(meta, where),
-    }  # fmt: skip
+        "name": name,
+        "description": description,
+        "system_prompt": body,
+        "tools": tools_option(meta.get("tools"), where),
+        **inputs_option(meta.get("inputs"), ns, where),
+        **number_option(meta, "max_turns", where, int),
+        **number_option(meta, "max_depth", where, int),
+        **number_option(meta, "time_limit", where, float),
+        **choice_options(meta, where),
+    }
     label = ""
     if meta.get("model") is not None:
         options["model"], label = resolve_model_spec(meta["model"], ns, where)
@@ -241,10 +246,17 @@ def _direct_agent(
     )
     try:
         agent = Agent(
-            defn.name, model=model, system_prompt=system, tools=defn.tools,
-            max_turns=defn.max_turns, time_limit=defn.time_limit, output_model=defn.output_model,
-            executor=executor, tool_choice=defn.tool_choice, reask=defn.reask,
-        )  # fmt: skip
+            defn.name,
+            model=model,
+            system_prompt=system,
+            tools=defn.tools,
+            max_turns=defn.max_turns,
+            time_limit=defn.time_limit,
+            output_model=defn.output_model,
+            executor=executor,
+            tool_choice=defn.tool_choice,
+            reask=defn.reask,
+        )
     except KodeUsageError as exc:
         executor.close()
         raise UsageError(f"{where}: {exc}") from None
@@ -371,10 +383,14 @@ def _ask(session: KodeSession, shell: Any, args: Any, cell: str) -> AgentHandle:
     tools = tools_option(args.tools, where) if args.tools else ("*",)
     try:
         agent = Agent(
-            "main", model=model_object(spec, where), tools=tools,
-            max_turns=args.max_turns or 10, executor=session.executor,
-            tool_choice=args.tool_choice, reask=bool(args.reask),
-        )  # fmt: skip
+            "main",
+            model=model_object(spec, where),
+            tools=tools,
+            max_turns=args.max_turns or 10,
+            executor=session.executor,
+            tool_choice=args.tool_choice,
+            reask=bool(args.reask),
+        )
     except KodeUsageError as exc:
         raise UsageError(f"{where}: {exc}") from None
     return start_run(session, agent, prompt, step=getattr(args, "step", None))
@@ -422,8 +438,9 @@ def start_run(
     if step is not None:
         if loop is None:
             raise UsageError("--step needs a running event loop (a Jupyter kernel)")
-        stepper = Stepper(nested="top" if step == "top" else "all",
-                          on_pause=getattr(view, "on_step", None))  # fmt: skip
+        stepper = Stepper(
+            nested="top" if step == "top" else "all", on_pause=getattr(view, "on_step", None)
+        )
     handle = AgentHandle(agent=agent, run_id=run_id, view=view, shell=session.shell, step=stepper)
     session.runs.add(handle)
     view.show()
@@ -483,10 +500,15 @@ def _make_view(
             return tool.kind.value if tool is not None else ""
 
         return RunView(
-            agent=agent.name, run_id=run_id, model=agent.model.name, kinds=kind,
-            register=session.views.__setitem__, unregister=lambda cid: session.views.pop(cid, None),
-            rate=session.settings.update_rate, loop=loop,
-        )  # fmt: skip
+            agent=agent.name,
+            run_id=run_id,
+            model=agent.model.name,
+            kinds=kind,
+            register=session.views.__setitem__,
+            unregister=lambda cid: session.views.pop(cid, None),
+            rate=session.settings.update_rate,
+            loop=loop,
+        )
     from kode_nb.ui.agent_static import StaticRunView
 
     return StaticRunView(

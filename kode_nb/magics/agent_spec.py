@@ -28,9 +28,17 @@ __all__ = [
 ]
 
 FRONT_MATTER_KEYS = (
-    "description", "inputs", "tools", "model", "max_turns", "time_limit", "max_depth", "label",
-    "tool_choice", "reask",
-)  # fmt: skip
+    "description",
+    "inputs",
+    "tools",
+    "model",
+    "max_turns",
+    "time_limit",
+    "max_depth",
+    "label",
+    "tool_choice",
+    "reask",
+)
 """The keys ``%%agent``'s front matter may have."""
 
 DEFAULT_INPUTS = {

@@ -89,11 +89,17 @@ def run_tool_cell(shell: Any, session: KodeSession, args: Any, cell: str) -> lis
         try:
             tools.append(
                 define_tool(
-                    fn, name=args.name, kind=args.kind, category=args.category,
-                    groups=tuple(args.group or ()), timeout=args.timeout,
-                    approval=args.approval, inline=args.inline, registry=None,
+                    fn,
+                    name=args.name,
+                    kind=args.kind,
+                    category=args.category,
+                    groups=tuple(args.group or ()),
+                    timeout=args.timeout,
+                    approval=args.approval,
+                    inline=args.inline,
+                    registry=None,
                 )
-            )  # fmt: skip
+            )
         except KodeUsageError as exc:
             raise UsageError(f"%%tool: {exc}") from None
     registry = session.registry

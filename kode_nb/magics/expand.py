@@ -69,11 +69,13 @@ def expand_command(shell: Any, registered: set[str], args: Any) -> Any:
     except ValueError:
         link = str(target)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in expansion.notes)
-    display(HTML(
-        f'Expanded into <a href="{html.escape(link)}" target="_blank">{html.escape(link)}</a> '
-        f"({len(expansion.cells)} cells; run them top to bottom to reproduce the run offline)"
-        + (f"<ul>{notes}</ul>" if notes else "")
-    ))  # fmt: skip
+    display(
+        HTML(
+            f'Expanded into <a href="{html.escape(link)}" target="_blank">{html.escape(link)}</a> '
+            f"({len(expansion.cells)} cells; run them top to bottom to reproduce the run offline)"
+            + (f"<ul>{notes}</ul>" if notes else "")
+        )
+    )
     return expansion
 
 
@@ -86,17 +88,22 @@ def _insert(expansion: Any) -> Any:
 
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in expansion.notes)
     tail = f"<ul>{notes}</ul>" if notes else ""
-    handle = display(HTML(f"Inserting {len(expansion.cells)} cells below this cell…{tail}"),
-                     display_id=True)  # fmt: skip
+    handle = display(
+        HTML(f"Inserting {len(expansion.cells)} cells below this cell…{tail}"), display_id=True
+    )
 
     async def insert() -> None:
         try:
             await insert_cells(expansion.cells)
-            text = (f"Inserted {len(expansion.cells)} cells below this cell (headings collapsed; "
-                    "run them top to bottom to reproduce the run offline)")  # fmt: skip
+            text = (
+                f"Inserted {len(expansion.cells)} cells below this cell (headings collapsed; "
+                "run them top to bottom to reproduce the run offline)"
+            )
         except Exception as exc:
-            text = (f"The cells could not be inserted ({html.escape(str(exc))}); use "
-                    "<code>%expand_trace VAR --path FILE.ipynb</code> to write them to a file")  # fmt: skip
+            text = (
+                f"The cells could not be inserted ({html.escape(str(exc))}); use "
+                "<code>%expand_trace VAR --path FILE.ipynb</code> to write them to a file"
+            )
         if handle is not None:
             handle.update(HTML(text + tail))
 

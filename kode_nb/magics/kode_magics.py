@@ -250,8 +250,13 @@ class KodeMagics(Magics):
     # ------------------------------------------------------------------ %tools
 
     @magic_arguments()
-    @argument("action", nargs="?", default="list", choices=("list", "show", "remove"),
-              help="list (default) | show NAME | remove NAME")  # fmt: skip
+    @argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=("list", "show", "remove"),
+        help="list (default) | show NAME | remove NAME",
+    )
     @argument("name", nargs="?", help="the tool, for show and remove")
     @argument("--kind", help="list only tools of this kind")
     @argument("--group", help="list only tools in this group")

@@ -80,9 +80,13 @@ def agent_over(session: KodeSession, shell: Any, line: str) -> ManyRun:
     try:
         target = as_target(tool, model=model, registry=session.registry, policy=session.policy)
         batch = run_many(
-            target, shell.user_ns[name], max_concurrency=args.concurrency, engine=args.engine,
-            cache=not args.no_cache, show=True,
-        )  # fmt: skip
+            target,
+            shell.user_ns[name],
+            max_concurrency=args.concurrency,
+            engine=args.engine,
+            cache=not args.no_cache,
+            show=True,
+        )
     except KodeUsageError as exc:
         raise UsageError(f"{where}: {exc}") from None
     session.runs.add(batch)

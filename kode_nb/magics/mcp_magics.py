@@ -234,18 +234,27 @@ def _print_list(state: NotebookMcp) -> None:
             notes.append(f"{name}: tools refresh failed: {error} (the tools listed before stay)")
         skipped = connection.skipped_tools if connection is not None else {}
         if skipped and status == "connected":
-            notes.append(f"{name}: {plural(len(skipped), 'tool')} skipped: {', '.join(skipped)}"
-                         f" (see %mcp tools {name})")  # fmt: skip
+            notes.append(
+                f"{name}: {plural(len(skipped), 'tool')} skipped: {', '.join(skipped)}"
+                f" (see %mcp tools {name})"
+            )
     if state.server is not None:
         notes.append(f"Serving {state.server.describe()}")
-    columns = [("server", "server"), ("state", "state"), ("transport", "transport"),
-               ("tools", "tools", "right")]  # fmt: skip
+    columns = [
+        ("server", "server"),
+        ("state", "state"),
+        ("transport", "transport"),
+        ("tools", "tools", "right"),
+    ]
     display(
         table_record(
-            "MCP servers", columns, rows, note="\n".join(notes) or None,
+            "MCP servers",
+            columns,
+            rows,
+            note="\n".join(notes) or None,
             empty="No MCP servers (connect one with %mcp connect NAME -- CMD or %mcp connect NAME URL).",
         )
-    )  # fmt: skip
+    )
 
 
 def _print_tools(state: NotebookMcp, name: str) -> None:
@@ -259,15 +268,28 @@ def _print_tools(state: NotebookMcp, name: str) -> None:
         if tool is not None:
             summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
             trusted = "yes" if tool.approval is None else "no"
-            rows.append({"tool": tool.name, "kind": tool.kind.value, "trusted": trusted,
-                         "description": summary[:70]})  # fmt: skip
-    columns = [("tool", "tool"), ("kind", "kind"), ("trusted", "trusted"),
-               ("description", "description")]  # fmt: skip
+            rows.append(
+                {
+                    "tool": tool.name,
+                    "kind": tool.kind.value,
+                    "trusted": trusted,
+                    "description": summary[:70],
+                }
+            )
+    columns = [
+        ("tool", "tool"),
+        ("kind", "kind"),
+        ("trusted", "trusted"),
+        ("description", "description"),
+    ]
     skipped = state.manager[name].skipped_tools
     note = "\n".join(f"skipped {tool_name}: {why}" for tool_name, why in skipped.items())
     display(
         table_record(
-            f"Tools of MCP server {name!r}", columns, rows, note=note or None,
+            f"Tools of MCP server {name!r}",
+            columns,
+            rows,
+            note=note or None,
             empty=f"{name!r} lists no tools.",
         )
-    )  # fmt: skip
+    )

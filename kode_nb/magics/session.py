@@ -39,9 +39,16 @@ if TYPE_CHECKING:
 __all__ = ["KodeSession", "NotebookApprover", "resolve_style"]
 
 ROUTED_EVENTS = (
-    "requested", "invalid_arguments", "approval_requested", "approval_resolved", "started",
-    "completed", "failed", "timed_out", "cancelled",
-)  # fmt: skip
+    "requested",
+    "invalid_arguments",
+    "approval_requested",
+    "approval_resolved",
+    "started",
+    "completed",
+    "failed",
+    "timed_out",
+    "cancelled",
+)
 """Events forwarded to a call's view and handle (updates go straight to ``on_update``)."""
 log = logging.getLogger(__name__)
 
@@ -162,9 +169,13 @@ class KodeSession:
 
         s = self.settings
         return Executor(
-            self.registry, policy=self.policy, approver=self.approver, bus=self.bus,
-            max_concurrency=s.max_concurrency or None, default_timeout=s.default_timeout or None,
-        )  # fmt: skip
+            self.registry,
+            policy=self.policy,
+            approver=self.approver,
+            bus=self.bus,
+            max_concurrency=s.max_concurrency or None,
+            default_timeout=s.default_timeout or None,
+        )
 
     def rebuild_executor(self) -> bool:
         """Apply new limits (a new executor); False while calls are in flight."""
@@ -190,9 +201,12 @@ class KodeSession:
         style = self.style if loop is not None else "text"
         view = self._make_view(tool, arguments, call_id, style, loop or self._loop())
         handle = CallHandle(
-            tool=tool.name, call_id=call_id, view=view, shell=self.shell,
+            tool=tool.name,
+            call_id=call_id,
+            view=view,
+            shell=self.shell,
             cancel=lambda reason: self.executor.cancel(call_id=call_id, reason=reason),
-        )  # fmt: skip
+        )
         self.views[call_id] = view
         self.handles[call_id] = handle
         view.show()
@@ -208,9 +222,13 @@ class KodeSession:
         self, tool: Tool, arguments: Any, call_id: str, style: str, loop: asyncio.AbstractEventLoop
     ) -> Any:
         common: dict[str, Any] = dict(
-            tool=tool.name, kind=tool.kind.value, arguments=arguments, call_id=call_id,
-            rate=self.settings.update_rate, loop=loop,
-        )  # fmt: skip
+            tool=tool.name,
+            kind=tool.kind.value,
+            arguments=arguments,
+            call_id=call_id,
+            rate=self.settings.update_rate,
+            loop=loop,
+        )
         if style == "widget":
             from kode_nb.ui.call_view import CallView
 
@@ -263,9 +281,13 @@ class KodeSession:
         result: ToolResult | None = None
         try:
             result = await self.executor.call(
-                name, arguments, call_id=call_id, run_id=run_id, on_update=view.on_update,
+                name,
+                arguments,
+                call_id=call_id,
+                run_id=run_id,
+                on_update=view.on_update,
                 approver=approver,
-            )  # fmt: skip
+            )
             return result
         finally:
             if result is None:
@@ -339,8 +361,11 @@ class KodeSession:
             if h.task is not None and not h.task.done()
         ]
         if self._mcp is not None:
-            out += [f"MCP server {name!r}: {state}" for name, state in self._mcp.states.items()
-                    if state == "connecting"]  # fmt: skip
+            out += [
+                f"MCP server {name!r}: {state}"
+                for name, state in self._mcp.states.items()
+                if state == "connecting"
+            ]
         return out
 
     def _pending_tasks(self) -> list[asyncio.Future[Any]]:

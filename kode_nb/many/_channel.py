@@ -82,8 +82,12 @@ class Channel:
             return dict(msg["body"])
         with self._lock:
             self.refused += 1
-        LOG.warning("kode_nb.many: refused an approval %s%s: %s", kind,
-                    f" ({where})" if where else "", problem)  # fmt: skip
+        LOG.warning(
+            "kode_nb.many: refused an approval %s%s: %s",
+            kind,
+            f" ({where})" if where else "",
+            problem,
+        )
         return None
 
     @staticmethod

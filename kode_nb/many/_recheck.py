@@ -32,10 +32,12 @@ def decisions_hold(result: RowResult, policy: Callable[..., Any] | None, row: in
         attrs = span.get("attributes") or {}
         arguments = attrs.get("arguments")
         request = ApprovalRequest(
-            tool=str(attrs.get("tool") or ""), kind=str(requested.get("kind") or ""),
+            tool=str(attrs.get("tool") or ""),
+            kind=str(requested.get("kind") or ""),
             arguments=arguments if isinstance(arguments, Mapping) else {},
-            call_id=str(attrs.get("call_id") or ""), reason=str(requested.get("reason") or ""),
-        )  # fmt: skip
+            call_id=str(attrs.get("call_id") or ""),
+            reason=str(requested.get("reason") or ""),
+        )
         try:
             answer = policy(request, row)
         except Exception:

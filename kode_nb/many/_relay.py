@@ -108,11 +108,12 @@ class NotebookAnswerer:
         row = body.get("row")
         arguments = body.get("arguments")
         decision = await self.inbox.submit(
-            row=row if isinstance(row, int) else None, tool=str(body.get("tool")),
+            row=row if isinstance(row, int) else None,
+            tool=str(body.get("tool")),
             kind=str(body.get("kind") or ""),
             arguments=arguments if isinstance(arguments, Mapping) else {},
             reason=str(body.get("reason") or ""),
-        )  # fmt: skip
+        )
         sealed = self.channel.seal("answer", ident, answer_body(decision.approved, decision.reason))
         self._answers[ident] = sealed
         await self.send(ident, sealed)

@@ -171,16 +171,18 @@ class RunCache:
         if text is None:
             from kode_nb.many._relay import add_note
 
-            add_note(result, f"not cached: the result is larger than the cache's cap of "
-                             f"{_size(self.max_entry_bytes)} (RunCache max_entry_bytes)")  # fmt: skip
+            add_note(
+                result,
+                f"not cached: the result is larger than the cache's cap of "
+                f"{_size(self.max_entry_bytes)} (RunCache max_entry_bytes)",
+            )
             return None
         name = f"{row_key}.json"
         tmp = f".{row_key}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         dfd = self._open_folder(create=True)
         assert dfd is not None
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600,
-                         dir_fd=dfd)  # fmt: skip
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=dfd)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     fh.write(text)

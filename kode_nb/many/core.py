@@ -198,8 +198,9 @@ class ManyRun:
         try:
             result = await self.engine.run(i, self.rows[i])
         except asyncio.CancelledError:
-            self._record(i, RowResult(index=i, status="cancelled",
-                                      error="cancelled before the run finished"))  # fmt: skip
+            self._record(
+                i, RowResult(index=i, status="cancelled", error="cancelled before the run finished")
+            )
             raise
         except Exception as exc:  # an engine failure: this row only
             result = redact_result(
@@ -369,9 +370,14 @@ def _prepare(
         root = DEFAULT_CACHE_DIR if cache is True else Path(cache)
         store = RunCache(root, target.key())
     return ManyRun(
-        target, rows, engine=make_engine(engine, retries=retries), inbox=inbox or Inbox(policy),
-        cache=store, max_concurrency=max_concurrency, prices=prices,
-    )  # fmt: skip
+        target,
+        rows,
+        engine=make_engine(engine, retries=retries),
+        inbox=inbox or Inbox(policy),
+        cache=store,
+        max_concurrency=max_concurrency,
+        prices=prices,
+    )
 
 
 def run_many(
@@ -411,10 +417,20 @@ def run_many(
             "with %load_ext kode_nb, or leave show unset"
         )
     batch = _prepare(
-        agent_or_tool, inputs, max_concurrency=max_concurrency, engine=engine, prompt=prompt,
-        model=model, label=label, cache=cache, inbox=inbox, policy=policy, prices=prices,
-        registry=registry, retries=retries,
-    )  # fmt: skip
+        agent_or_tool,
+        inputs,
+        max_concurrency=max_concurrency,
+        engine=engine,
+        prompt=prompt,
+        model=model,
+        label=label,
+        cache=cache,
+        inbox=inbox,
+        policy=policy,
+        prices=prices,
+        registry=registry,
+        retries=retries,
+    )
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:

@@ -127,10 +127,19 @@ class DaskEngine:
     async def _attempt(self, index: int, row: Mapping[str, Any]) -> RowResult:
         client = self.client
         fut = client.submit(
-            _dask_row, self._payload, self._digest, index, dict(row), self._channel,
-            self._key, self._prices, self.tool_concurrency, self.approval_timeout,
-            key=f"kode-nb-row-{self._digest}-{index}-{secrets.token_hex(3)}", pure=False,
-        )  # fmt: skip
+            _dask_row,
+            self._payload,
+            self._digest,
+            index,
+            dict(row),
+            self._channel,
+            self._key,
+            self._prices,
+            self.tool_concurrency,
+            self.approval_timeout,
+            key=f"kode-nb-row-{self._digest}-{index}-{secrets.token_hex(3)}",
+            pure=False,
+        )
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
 
@@ -159,10 +168,12 @@ class DaskEngine:
 
     def _lost(self, index: int, exc: BaseException | None) -> RowResult:
         return RowResult(
-            index=index, status="worker_lost", worker="dask",
+            index=index,
+            status="worker_lost",
+            worker="dask",
             error=f"the Dask worker running this row died, {self.retries + 1} time(s) "
-                  f"after Dask's own retries: {exc}",
-        )  # fmt: skip
+            f"after Dask's own retries: {exc}",
+        )
 
     async def close(self) -> None:
         self._closing = True
@@ -249,9 +260,12 @@ class _RelayApprover:
         from kode_nb.policy import approve, deny
 
         body = {
-            "row": CURRENT_ROW.get(), "tool": request.tool, "kind": request.kind,
-            "arguments": dict(request.arguments), "reason": request.reason,
-        }  # fmt: skip
+            "row": CURRENT_ROW.get(),
+            "tool": request.tool,
+            "kind": request.kind,
+            "arguments": dict(request.arguments),
+            "reason": request.reason,
+        }
         # This row's loop runs in the task's thread: leave the worker's thread pool while a
         # person decides, so a worker's threads are not all held by rows waiting for answers.
         if self._waiting == 0:
@@ -292,9 +306,16 @@ def _dask_row(
     approver = _RelayApprover(distributed.get_client(), channel, seal, approval_timeout)
     t0 = time.perf_counter()
     result = asyncio.run(
-        run_row(target, index, row, approver=approver, prices=prices,
-                worker=str(worker.address), max_concurrency=tool_concurrency)
-    )  # fmt: skip
+        run_row(
+            target,
+            index,
+            row,
+            approver=approver,
+            prices=prices,
+            worker=str(worker.address),
+            max_concurrency=tool_concurrency,
+        )
+    )
     if result.duration is None:
         result.duration = time.perf_counter() - t0
     refused_note(result, seal)

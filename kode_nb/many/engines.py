@@ -71,9 +71,14 @@ class LocalEngine:
         if self._target is None:
             raise RuntimeError("LocalEngine.run before start")
         return await run_row(
-            self._target, index, row, approver=self._inbox, prices=self._prices,
-            max_concurrency=self.tool_concurrency, executor=self._executor,
-        )  # fmt: skip
+            self._target,
+            index,
+            row,
+            approver=self._inbox,
+            prices=self._prices,
+            max_concurrency=self.tool_concurrency,
+            executor=self._executor,
+        )
 
     async def close(self) -> None:
         self._target = None

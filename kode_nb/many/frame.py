@@ -25,9 +25,19 @@ if TYPE_CHECKING:
 __all__ = ["RESULT_COLUMNS", "result_records", "results_frame"]
 
 RESULT_COLUMNS = (
-    "output", "status", "error", "turns", "input_tokens", "output_tokens", "cost", "duration",
-    "cached", "worker", "trace", "note",
-)  # fmt: skip
+    "output",
+    "status",
+    "error",
+    "turns",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "duration",
+    "cached",
+    "worker",
+    "trace",
+    "note",
+)
 
 
 def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[str, Any]]:
@@ -45,12 +55,19 @@ def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[
         else:
             path = batch.trace_path(i)
             rec.update(
-                output=result.output, status=result.status, error=result.error,
-                turns=result.turns, input_tokens=result.input_tokens,
-                output_tokens=result.output_tokens, cost=result.cost, duration=result.duration,
-                cached=result.cached, worker=result.worker,
-                trace=str(path) if path is not None else None, note=result.note,
-            )  # fmt: skip
+                output=result.output,
+                status=result.status,
+                error=result.error,
+                turns=result.turns,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
+                cost=result.cost,
+                duration=result.duration,
+                cached=result.cached,
+                worker=result.worker,
+                trace=str(path) if path is not None else None,
+                note=result.note,
+            )
         records.append(rec)
     return records
 

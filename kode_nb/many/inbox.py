@@ -127,9 +127,13 @@ class Inbox:
         from kode_nb.many.runner import CURRENT_ROW
 
         return await self.submit(
-            row=CURRENT_ROW.get(), tool=request.tool, kind=request.kind,
-            arguments=dict(request.arguments), reason=request.reason, request=request,
-        )  # fmt: skip
+            row=CURRENT_ROW.get(),
+            tool=request.tool,
+            kind=request.kind,
+            arguments=dict(request.arguments),
+            reason=request.reason,
+            request=request,
+        )
 
     async def submit(
         self,
@@ -160,8 +164,15 @@ class Inbox:
                 )
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         with self._lock:
-            item = Pending(id=next(self._ids), row=row, tool=tool, kind=kind,
-                           arguments=dict(arguments), reason=reason, future=future)  # fmt: skip
+            item = Pending(
+                id=next(self._ids),
+                row=row,
+                tool=tool,
+                kind=kind,
+                arguments=dict(arguments),
+                reason=reason,
+                future=future,
+            )
             self._pending[item.id] = item
         self._changed()
         try:
@@ -224,9 +235,13 @@ class Inbox:
         return self._matching(tool, patterns, True, None, remember)
 
     def deny_matching(
-        self, tool: str | Pending, *, reason: str | None = None, remember: bool = False,
+        self,
+        tool: str | Pending,
+        *,
+        reason: str | None = None,
+        remember: bool = False,
         **patterns: str,
-    ) -> int:  # fmt: skip
+    ) -> int:
         """Like :meth:`approve_matching`, denying with ``reason``."""
         return self._matching(tool, patterns, False, reason, remember)
 
@@ -235,9 +250,13 @@ class Inbox:
         return [p for p in self.pending() if rule.matches(p.tool, p.arguments)]
 
     def _matching(
-        self, tool: str | Pending, patterns: Mapping[str, str], ok: bool, reason: str | None,
+        self,
+        tool: str | Pending,
+        patterns: Mapping[str, str],
+        ok: bool,
+        reason: str | None,
         remember: bool,
-    ) -> int:  # fmt: skip
+    ) -> int:
         name = tool.tool if isinstance(tool, Pending) else tool
         rule = Rule(tool=name, patterns=dict(patterns), approved=ok, reason=reason)
         if remember:

@@ -129,24 +129,36 @@ class RayEngine:
     async def run(self, index: int, row: Mapping[str, Any]) -> RowResult:
         ray = self._ray
         ref = self._remote.remote(
-            self._payload, index, dict(row), self._relay, self._key, self._prices,
-            self.tool_concurrency, self.approval_timeout,
-        )  # fmt: skip
+            self._payload,
+            index,
+            dict(row),
+            self._relay,
+            self._key,
+            self._prices,
+            self.tool_concurrency,
+            self.approval_timeout,
+        )
         try:
             data = await ref
         except asyncio.CancelledError:
             ray.cancel(ref, force=True)
             raise
         except Exception as exc:
-            lost = isinstance(exc, (ray.exceptions.WorkerCrashedError,
-                                    ray.exceptions.NodeDiedError))  # fmt: skip
+            lost = isinstance(
+                exc, (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError)
+            )
             return RowResult(
-                index=index, status="worker_lost" if lost else "error",
-                error=(f"the Ray worker running this row died, {self.retries} "
-                       f"retr{'y' if self.retries == 1 else 'ies'} included: {exc}"
-                       if lost else f"{type(exc).__name__}: {exc}"),
-                worker="ray", attempts=self.retries + 1 if lost else 1,
-            )  # fmt: skip
+                index=index,
+                status="worker_lost" if lost else "error",
+                error=(
+                    f"the Ray worker running this row died, {self.retries} "
+                    f"retr{'y' if self.retries == 1 else 'ies'} included: {exc}"
+                    if lost
+                    else f"{type(exc).__name__}: {exc}"
+                ),
+                worker="ray",
+                attempts=self.retries + 1 if lost else 1,
+            )
         return RowResult.from_dict(data)
 
     async def close(self) -> None:
@@ -197,9 +209,12 @@ class _RelayApprover:
         from kode_nb.policy import approve, deny
 
         body = {
-            "row": CURRENT_ROW.get(), "tool": request.tool, "kind": request.kind,
-            "arguments": dict(request.arguments), "reason": request.reason,
-        }  # fmt: skip
+            "row": CURRENT_ROW.get(),
+            "tool": request.tool,
+            "kind": request.kind,
+            "arguments": dict(request.arguments),
+            "reason": request.reason,
+        }
         ok, reason = await asyncio.to_thread(self.asker.ask, body)
         return approve(by="inbox") if ok else deny(reason, by="inbox")
 
@@ -224,8 +239,15 @@ def _ray_row(
     node = ray.get_runtime_context().get_node_id()[:8]
     seal = Channel(key.key)  # this row's own count of refused answers
     result = asyncio.run(
-        run_row(target, index, row, approver=_RelayApprover(relay, seal, approval_timeout),
-                prices=prices, worker=f"ray:{node}", max_concurrency=tool_concurrency)
-    )  # fmt: skip
+        run_row(
+            target,
+            index,
+            row,
+            approver=_RelayApprover(relay, seal, approval_timeout),
+            prices=prices,
+            worker=f"ray:{node}",
+            max_concurrency=tool_concurrency,
+        )
+    )
     refused_note(result, seal)
     return result.to_dict()

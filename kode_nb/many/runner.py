@@ -104,8 +104,9 @@ async def _run_tool(
     recorder = None if approver is None else _Recording(approver, events)
     started, t0 = time.time(), time.perf_counter()
     try:
-        res = await executor.call(tool.name, arguments, call_id=f"row{index}_{_nonce()}",
-                                  approver=recorder)  # fmt: skip
+        res = await executor.call(
+            tool.name, arguments, call_id=f"row{index}_{_nonce()}", approver=recorder
+        )
     finally:
         if shared is None:
             executor.close()
@@ -116,26 +117,55 @@ async def _run_tool(
     ids = _hex(64)  # the trace id and two span ids
     text, error = safe["text"], safe["text"] if res.is_error else None
     call = {
-        "kind": "tool_call", "name": f"execute_tool {tool.name}", "span_id": ids[32:48],
-        "started_at": started, "ended_at": started + took, "duration": took,
-        "status": res.status, "error": error,
+        "kind": "tool_call",
+        "name": f"execute_tool {tool.name}",
+        "span_id": ids[32:48],
+        "started_at": started,
+        "ended_at": started + took,
+        "duration": took,
+        "status": res.status,
+        "error": error,
         "attributes": {
-            "tool": tool.name, "arguments": safe["arguments"], "call_id": res.call_id,
-            "result": {"status": res.status, "is_error": res.is_error, "text": text,
-                       "error_type": res.error_type, "duration": res.duration},
+            "tool": tool.name,
+            "arguments": safe["arguments"],
+            "call_id": res.call_id,
+            "result": {
+                "status": res.status,
+                "is_error": res.is_error,
+                "text": text,
+                "error_type": res.error_type,
+                "duration": res.duration,
+            },
         },
-        "events": events, "children": [],
-    }  # fmt: skip
+        "events": events,
+        "children": [],
+    }
     root = {
-        **call, "kind": "run", "name": target.name, "span_id": ids[48:], "events": [],
-        "attributes": {"agent": target.name, "model": None, "depth": 0, "tools": [tool.name],
-                       "prompt": None, "output": text, "turns": 0},
+        **call,
+        "kind": "run",
+        "name": target.name,
+        "span_id": ids[48:],
+        "events": [],
+        "attributes": {
+            "agent": target.name,
+            "model": None,
+            "depth": 0,
+            "tools": [tool.name],
+            "prompt": None,
+            "output": text,
+            "turns": 0,
+        },
         "children": [call],
-    }  # fmt: skip
+    }
     return RowResult(
-        index=index, status=res.status, output=text, error=error, turns=0,
-        duration=res.duration, trace={"schema": TRACE_SCHEMA, "trace_id": ids[:32], "root": root},
-    )  # fmt: skip
+        index=index,
+        status=res.status,
+        output=text,
+        error=error,
+        turns=0,
+        duration=res.duration,
+        trace={"schema": TRACE_SCHEMA, "trace_id": ids[:32], "root": root},
+    )
 
 
 async def _run_function(
@@ -159,10 +189,16 @@ async def _run_function(
         cost = _cost(prices, str(attrs.get("model") or ""), tin, tout)
     status = trace.root.status if trace is not None else "completed"
     return RowResult(
-        index=index, status=status, output=out.get("output"), turns=attrs.get("turns"),
-        input_tokens=tin, output_tokens=tout, cost=cost,
-        duration=trace.root.duration if trace is not None else None, trace=trace,
-    )  # fmt: skip
+        index=index,
+        status=status,
+        output=out.get("output"),
+        turns=attrs.get("turns"),
+        input_tokens=tin,
+        output_tokens=tout,
+        cost=cost,
+        duration=trace.root.duration if trace is not None else None,
+        trace=trace,
+    )
 
 
 class _Recording:
@@ -176,16 +212,26 @@ class _Recording:
         self.approver, self.events = approver, events
 
     async def __call__(self, request: Any) -> Any:
-        self.events.append({"name": "approval_requested", "time": time.time(),
-                            "attributes": redact({"reason": request.reason,
-                                                  "kind": request.kind})})  # fmt: skip
+        self.events.append(
+            {
+                "name": "approval_requested",
+                "time": time.time(),
+                "attributes": redact({"reason": request.reason, "kind": request.kind}),
+            }
+        )
         out = self.approver(request)
         if inspect.isawaitable(out):
             out = await out
         approved = bool(getattr(out, "approved", out is True))
-        self.events.append({"name": "approval_resolved", "time": time.time(),
-                            "attributes": redact({"approved": approved,
-                                                  "reason": getattr(out, "reason", None)})})  # fmt: skip
+        self.events.append(
+            {
+                "name": "approval_resolved",
+                "time": time.time(),
+                "attributes": redact(
+                    {"approved": approved, "reason": getattr(out, "reason", None)}
+                ),
+            }
+        )
         return out
 
 
@@ -205,11 +251,16 @@ async def _run_agent(
     model = fresh_model(target.model)
     try:
         agent = Agent(
-            target.name, model=model, system_prompt=system,
-            tools=[t.name for t in target.tools], max_turns=target.max_turns,
-            time_limit=target.time_limit, output_model=target.output_model, executor=executor,
+            target.name,
+            model=model,
+            system_prompt=system,
+            tools=[t.name for t in target.tools],
+            max_turns=target.max_turns,
+            time_limit=target.time_limit,
+            output_model=target.output_model,
+            executor=executor,
             settings=target.settings,
-        )  # fmt: skip
+        )
         result = await agent.run(prompt, run_id=f"row{index}_{_nonce()}")
     finally:
         if shared is None:
@@ -219,11 +270,17 @@ async def _run_agent(
     if hasattr(output, "model_dump"):
         output = output.model_dump(mode="json")
     return RowResult(
-        index=index, status=result.status, output=output, error=result.error,
-        turns=result.turns, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        index=index,
+        status=result.status,
+        output=output,
+        error=result.error,
+        turns=result.turns,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
         cost=_cost(prices, agent.model.name, usage.input_tokens, usage.output_tokens),
-        duration=result.duration, trace=result.trace,
-    )  # fmt: skip
+        duration=result.duration,
+        trace=result.trace,
+    )
 
 
 def _prompts(target: Target, row: Mapping[str, Any]) -> tuple[str, str]:

@@ -27,9 +27,13 @@ from typing import Any, Literal
 from kode_nb.errors import ConfigurationError
 
 __all__ = [
-    "Target", "as_target", "fresh_model", "model_identity", "policy_identity",
+    "Target",
+    "as_target",
+    "fresh_model",
+    "model_identity",
+    "policy_identity",
     "tool_identity",
-]  # fmt: skip
+]
 
 TargetKind = Literal["agent", "subagent", "tool", "function"]
 
@@ -169,11 +173,20 @@ def as_target(
     if isinstance(obj, Agent):
         tools = tuple(obj._resolve(obj.executor).values())
         return Target(
-            name=obj.name, kind="agent", tools=tools, model=model or obj.model,
-            system_prompt=obj.system_prompt, prompt=prompt, max_turns=obj.max_turns,
-            time_limit=obj.time_limit, settings=obj.settings, output_model=obj.output_model,
-            policy=policy if policy is not None else obj.executor.policy, label=label, extra=extra,
-        )  # fmt: skip
+            name=obj.name,
+            kind="agent",
+            tools=tools,
+            model=model or obj.model,
+            system_prompt=obj.system_prompt,
+            prompt=prompt,
+            max_turns=obj.max_turns,
+            time_limit=obj.time_limit,
+            settings=obj.settings,
+            output_model=obj.output_model,
+            policy=policy if policy is not None else obj.executor.policy,
+            label=label,
+            extra=extra,
+        )
     if isinstance(obj, AgentDefinition):
         from kode_nb.agents._toolset import resolve_tools
         from kode_nb.tools import default_registry
@@ -186,19 +199,34 @@ def as_target(
                 f"run_many: agent {obj.name!r} has no model of its own; pass model=..."
             )
         return Target(
-            name=obj.name, kind="subagent", tools=tools, model=chosen,
-            system_prompt=obj.system_prompt, max_turns=obj.max_turns, time_limit=obj.time_limit,
-            output_model=obj.output_model, definition=obj, policy=policy, label=label,
+            name=obj.name,
+            kind="subagent",
+            tools=tools,
+            model=chosen,
+            system_prompt=obj.system_prompt,
+            max_turns=obj.max_turns,
+            time_limit=obj.time_limit,
+            output_model=obj.output_model,
+            definition=obj,
+            policy=policy,
+            label=label,
             extra=extra,
-        )  # fmt: skip
+        )
     if isinstance(obj, Tool):
-        return Target(name=obj.name, kind="tool", tools=(obj,), policy=policy, label=label,
-                      extra=extra)  # fmt: skip
+        return Target(
+            name=obj.name, kind="tool", tools=(obj,), policy=policy, label=label, extra=extra
+        )
     function = _row_function(obj, prompt)
     if function is not None:
         name = getattr(function, "kode_nb_name", None) or getattr(obj, "__name__", "function")
-        return Target(name=str(name), kind="function", function=function, policy=policy,
-                      label=label, extra=extra)  # fmt: skip
+        return Target(
+            name=str(name),
+            kind="function",
+            function=function,
+            policy=policy,
+            label=label,
+            extra=extra,
+        )
     raise ConfigurationError(
         "run_many needs an Agent, an AgentDefinition, a Tool, a registered name, an agent of "
         "pydantic-ai, the OpenAI Agents SDK or LangChain, or an async function of a row; "
@@ -262,12 +290,14 @@ def tool_identity(tool: Any) -> dict[str, Any]:
     """What identifies a tool in a cache key: name, schema, kind, approval rule, timeout,
     isolation and its code."""
     return {
-        "name": tool.name, "parameters": tool.parameters, "kind": str(tool.kind),
+        "name": tool.name,
+        "parameters": tool.parameters,
+        "kind": str(tool.kind),
         "approval": _value_identity(getattr(tool, "approval", None)),
         "timeout": getattr(tool, "timeout", None),
         "isolation": getattr(tool, "isolation", None),
         "code": _callable_identity(_unwrap(getattr(tool, "function", None))),
-    }  # fmt: skip
+    }
 
 
 def _unwrap(fn: Any) -> Any:
@@ -301,9 +331,10 @@ def _value_identity(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return {
             "class": type(value).__qualname__,
-            "fields": {f.name: _value_identity(getattr(value, f.name)) for f in dc_fields(value)
-                       if f.init},
-        }  # fmt: skip
+            "fields": {
+                f.name: _value_identity(getattr(value, f.name)) for f in dc_fields(value) if f.init
+            },
+        }
     if isinstance(value, Mapping):
         return {str(k): _value_identity(v) for k, v in sorted(value.items(), key=repr)}
     if isinstance(value, (set, frozenset)):

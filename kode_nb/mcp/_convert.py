@@ -159,9 +159,13 @@ def from_mcp_result(
         if not blocks:
             blocks = [TextBlock(text=f"MCP tool '{mcp_tool}' on server '{server}' failed")]
         return ToolResult(
-            content=tuple(blocks), details=details, is_error=True, status="error",
-            tool=tool, error_type="McpToolError",
-        )  # fmt: skip
+            content=tuple(blocks),
+            details=details,
+            is_error=True,
+            status="error",
+            tool=tool,
+            error_type="McpToolError",
+        )
     if not blocks:
         blocks = [TextBlock(text="(no output)")]
     return ToolResult(content=tuple(blocks), details=details, tool=tool)

@@ -65,9 +65,12 @@ async def bounded_stdio_client(
     bytes (see the module docstring)."""
     command = await sdk_stdio._get_executable_command(server.command)
     process = await sdk_stdio._create_platform_compatible_process(
-        command=command, args=server.args, errlog=errlog, cwd=server.cwd,
+        command=command,
+        args=server.args,
+        errlog=errlog,
+        cwd=server.cwd,
         env=sdk_stdio.get_default_environment() | (server.env or {}),
-    )  # fmt: skip
+    )
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     shutting_down = False

@@ -104,12 +104,17 @@ def _wrap(
     if (chain := served_by_meta(item)) is not None:
         metadata["mcp_served_by"] = chain
     options: dict[str, Any] = dict(
-        name=name, description=item.description or "",
+        name=name,
+        description=item.description or "",
         label=item.title or (ann.title if ann is not None else None) or "",
-        kind=kind_from_annotations(ann), category="mcp", groups=(f"mcp_{server}",),
-        timeout=timeout, can_update_output=True, registry=None,
+        kind=kind_from_annotations(ann),
+        category="mcp",
+        groups=(f"mcp_{server}",),
+        timeout=timeout,
+        can_update_output=True,
+        registry=None,
         approval=None if trusted else "ask",
-    )  # fmt: skip
+    )
     schema = copy.deepcopy(item.input_schema)
     schema.setdefault("type", "object")
     tool = define_tool(call_mcp_tool, parameters=schema, metadata=metadata, **options)

@@ -268,18 +268,21 @@ class McpConnection:
                         mode="a+", encoding="utf-8", errors="replace"
                     )
                     params = StdioServerParameters(
-                        command=cfg.command[0], args=list(cfg.command[1:]),
-                        env=dict(cfg.env) or None, cwd=cfg.cwd,
-                    )  # fmt: skip
+                        command=cfg.command[0],
+                        args=list(cfg.command[1:]),
+                        env=dict(cfg.env) or None,
+                        cwd=cfg.cwd,
+                    )
                     errlog = cast(TextIO, link.stderr_file)
                     read, write = await stack.enter_async_context(
                         bounded_stdio_client(params, errlog, cfg.max_result_bytes)
                     )
                 else:
                     client = httpx2.AsyncClient(
-                        headers=dict(cfg.headers), timeout=httpx2.Timeout(30.0, read=300.0),
+                        headers=dict(cfg.headers),
+                        timeout=httpx2.Timeout(30.0, read=300.0),
                         event_hooks={"response": [limit_json_bodies(cfg.max_result_bytes)]},
-                    )  # fmt: skip
+                    )
                     await stack.enter_async_context(client)
                     read, write = await stack.enter_async_context(
                         streamable_http_client(
@@ -317,9 +320,14 @@ class McpConnection:
         ``skipped``: tools the listing left out (more are added for unusable schemas)."""
         skipped = dict(skipped)
         self._listed = wrap_listing(
-            listing, self._listed, server=self.name, timeout=self.config.timeout,
-            call=self._call, trusted=self.is_trusted, skipped=skipped,
-        )  # fmt: skip
+            listing,
+            self._listed,
+            server=self.name,
+            timeout=self.config.timeout,
+            call=self._call,
+            trusted=self.is_trusted,
+            skipped=skipped,
+        )
         self._skipped = skipped
         for name, why in skipped.items():
             log.warning("MCP server %r: tool %r skipped: %s", self.name, name, why)
@@ -460,9 +468,15 @@ async def connect(
         config = name
     else:
         config = McpServerConfig(
-            name=name, command=cast(Any, command or ()), url=url, env=env or {}, cwd=cwd,
-            headers=headers or {}, timeout=timeout, connect_timeout=connect_timeout,
-        )  # fmt: skip
+            name=name,
+            command=cast(Any, command or ()),
+            url=url,
+            env=env or {},
+            cwd=cwd,
+            headers=headers or {},
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+        )
     connection = McpConnection(config)
     try:
         return await connection.open()

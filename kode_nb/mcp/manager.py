@@ -164,9 +164,17 @@ class McpManager:
 
 def _config(name: str, options: dict[str, Any]) -> McpServerConfig:
     allowed = {
-        "command", "url", "env", "cwd", "headers", "timeout", "connect_timeout", "trust",
-        "trusted_tools", "max_result_bytes",
-    }  # fmt: skip
+        "command",
+        "url",
+        "env",
+        "cwd",
+        "headers",
+        "timeout",
+        "connect_timeout",
+        "trust",
+        "trusted_tools",
+        "max_result_bytes",
+    }
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ConfigurationError(

@@ -89,11 +89,17 @@ class _BearerAuth:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and not self._authorized(scope):
             body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="kode_nb"'),
-            ]})  # fmt: skip
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", b'Bearer realm="kode_nb"'),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, send)
@@ -240,10 +246,19 @@ class McpServerHandle:
     """A running MCP HTTP server; stop it with :meth:`aclose` (or :meth:`stop`)."""
 
     def __init__(
-        self, *, server: _Uvicorn, task: asyncio.Task[None], tools: _Tools, host: str,
-        port: int, path: str, owns_executor: bool, announcer: ToolListAnnouncer,
-        token: str | None = None, name: str = "kode_nb",
-    ) -> None:  # fmt: skip
+        self,
+        *,
+        server: _Uvicorn,
+        task: asyncio.Task[None],
+        tools: _Tools,
+        host: str,
+        port: int,
+        path: str,
+        owns_executor: bool,
+        announcer: ToolListAnnouncer,
+        token: str | None = None,
+        name: str = "kode_nb",
+    ) -> None:
         self._server = server
         self._task = task
         self._tools = tools
@@ -412,20 +427,35 @@ async def serve(
     else:
         log.warning(
             "MCP server on %s:%s serves without authentication (auth=False): any process "
-            "that can connect to it can call its tools", host, bound,
-        )  # fmt: skip
+            "that can connect to it can call its tools",
+            host,
+            bound,
+        )
     config = uvicorn.Config(
-        app, log_config=None, log_level="warning", access_log=False, lifespan="on",
-        ws="none", timeout_graceful_shutdown=1,
-    )  # fmt: skip
+        app,
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        ws="none",
+        timeout_graceful_shutdown=1,
+    )
     server = _Uvicorn(config)
     task = asyncio.get_running_loop().create_task(
         _run(server, sock, announcer), name=f"kode_nb-mcp-serve-{bound}"
     )
     handle = McpServerHandle(
-        server=server, task=task, tools=selection, host=host, port=bound, path=path,
-        owns_executor=owns, announcer=announcer, token=token, name=name,
-    )  # fmt: skip
+        server=server,
+        task=task,
+        tools=selection,
+        host=host,
+        port=bound,
+        path=path,
+        owns_executor=owns,
+        announcer=announcer,
+        token=token,
+        name=name,
+    )
     ready = asyncio.ensure_future(server.ready.wait())
     try:
         await asyncio.wait(

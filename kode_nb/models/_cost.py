@@ -31,9 +31,16 @@ from typing import Any
 from kode_nb.errors import ConfigurationError
 
 __all__ = [
-    "Price", "catalog_price", "cost_of", "estimate_tokens", "own_price", "price_for", "prices",
-    "rollup", "set_price",
-]  # fmt: skip
+    "Price",
+    "catalog_price",
+    "cost_of",
+    "estimate_tokens",
+    "own_price",
+    "price_for",
+    "prices",
+    "rollup",
+    "set_price",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +59,9 @@ prices: dict[str, Price] = {}
 
 def _rate(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigurationError(f"set_price: {what} must be a number (USD per 1M tokens), "
-                                 f"got {value!r}")  # fmt: skip
+        raise ConfigurationError(
+            f"set_price: {what} must be a number (USD per 1M tokens), got {value!r}"
+        )
     if value < 0:
         raise ConfigurationError(f"set_price: {what} must be >= 0, got {value!r}")
     return float(value)
@@ -167,5 +175,8 @@ def rollup(model_calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         tout = _add(tout, _count(usage.get("output_tokens")))
         one = attrs.get("cost")
         cost = None if cost is None or not isinstance(one, (int, float)) else cost + one
-    return {"usage": {"input_tokens": tin, "output_tokens": tout}, "cost": cost,
-            "requests": requests}  # fmt: skip
+    return {
+        "usage": {"input_tokens": tin, "output_tokens": tout},
+        "cost": cost,
+        "requests": requests,
+    }

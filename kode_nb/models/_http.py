@@ -251,10 +251,18 @@ class HttpModel:
                         await response.aclose()
                     comments = lines.comments if lines is not None else 0
                     raise ModelConnectionError(
-                        self._silence(url, this_wait, wait, attempt, response is not None,
-                                      comments, total if until is not None
-                                      and time.monotonic() >= until - 0.01 else None)
-                    ) from None  # fmt: skip
+                        self._silence(
+                            url,
+                            this_wait,
+                            wait,
+                            attempt,
+                            response is not None,
+                            comments,
+                            total
+                            if until is not None and time.monotonic() >= until - 0.01
+                            else None,
+                        )
+                    ) from None
                 if lines is not None:
                     try:
                         async for event in self._events(
@@ -270,15 +278,21 @@ class HttpModel:
                 text = redact(text, secrets)[:_BODY_LIMIT]
                 if not (status == 429 or status >= 500) or attempt >= settings.max_retries:
                     raise ModelHTTPError(
-                        status, text, model=self.name, message=error_message(text),
+                        status,
+                        text,
+                        model=self.name,
+                        message=error_message(text),
                         attempts=attempt + 1,
-                    )  # fmt: skip
+                    )
                 delay = self._delay(response.headers, attempt)
                 why = f"HTTP {status}"
                 failure: ModelError = ModelHTTPError(
-                    status, text, model=self.name, message=error_message(text),
+                    status,
+                    text,
+                    model=self.name,
+                    message=error_message(text),
                     attempts=attempt + 1,
-                )  # fmt: skip
+                )
             except httpx.TransportError as exc:  # no response (errors mid-stream are converted)
                 detail = redact(str(exc), secrets) or type(exc).__name__
                 failure = ModelConnectionError(
@@ -300,8 +314,12 @@ class HttpModel:
             attempt += 1
             logger.info(
                 "%s: %s, retry %d of %d in %.2f s",
-                self.name, why, attempt, settings.max_retries, delay,
-            )  # fmt: skip
+                self.name,
+                why,
+                attempt,
+                settings.max_retries,
+                delay,
+            )
             await anyio.sleep(delay)
 
     def _silence(
@@ -317,8 +335,11 @@ class HttpModel:
         what = "no answer started" if headers else "no response"
         if comments:
             what += f" (only {comments} keep-alive comment line(s))"
-        cap = "total_timeout" if total is not None else (
-            "first_byte_timeout" if waited >= wait else "deadline")  # fmt: skip
+        cap = (
+            "total_timeout"
+            if total is not None
+            else ("first_byte_timeout" if waited >= wait else "deadline")
+        )
         return (
             f"{self.name}: {what} from {url} within {waited:.3g} s ({cap}, attempt "
             f"{attempt + 1}); a slow local model may need a longer ModelSettings({cap}=...)"

@@ -43,11 +43,20 @@ def request_message(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         return {"role": "user", "content": message.content}
     if isinstance(message, AssistantMessage):
-        return {"role": "assistant", "text": message.text,
-                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                               for c in message.tool_calls]}  # fmt: skip
-    return {"role": "tool", "call_id": message.call_id, "name": message.name,
-            "content": content_text(message.content), "is_error": message.is_error}  # fmt: skip
+        return {
+            "role": "assistant",
+            "text": message.text,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+            ],
+        }
+    return {
+        "role": "tool",
+        "call_id": message.call_id,
+        "name": message.name,
+        "content": content_text(message.content),
+        "is_error": message.is_error,
+    }
 
 
 def _render(message: Mapping[str, Any]) -> str:
@@ -119,9 +128,13 @@ class ReplayModel:
         model = self.nested_models.get(call_id)
         if model is None:
             model = ReplayModel(
-                [], name=self.name, run=f"{self.run} > {subagent or call_id}",
-                strict=True, normalize=self._normalize, log=self.divergences,
-            )  # fmt: skip
+                [],
+                name=self.name,
+                run=f"{self.run} > {subagent or call_id}",
+                strict=True,
+                normalize=self._normalize,
+                log=self.divergences,
+            )
             self.nested_models[call_id] = model
         return model
 
@@ -158,10 +171,11 @@ class ReplayModel:
         turn = self.requests
         if turn > len(self.calls):
             error = ReplayDivergedError(
-                self.run, turn,
+                self.run,
+                turn,
                 f"the run asked for model call {turn}, but the recording has "
                 f"{len(self.calls)}" + (" (no recorded run)" if not self.calls else ""),
-            )  # fmt: skip
+            )
             self.divergences.append(error)
             raise error
         recorded = self.calls[turn - 1]
@@ -180,8 +194,9 @@ class ReplayModel:
             arguments = c.get("arguments", "")
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False)
-            yield ToolCallPart(id=str(c.get("id", "")), name=str(c.get("name", "")),
-                               arguments=arguments)  # fmt: skip
+            yield ToolCallPart(
+                id=str(c.get("id", "")), name=str(c.get("name", "")), arguments=arguments
+            )
         usage = recorded.get("usage") or {}
         yield UsageInfo(
             input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens")

@@ -197,9 +197,12 @@ class _StreamState:
             elif block.get("type") == "tool_use":
                 arguments = json.dumps(block.get("input") or {})
                 out.append(
-                    ToolCallPart(id=str(block.get("id", "")), name=str(block.get("name", "")),
-                                 arguments=arguments)
-                )  # fmt: skip
+                    ToolCallPart(
+                        id=str(block.get("id", "")),
+                        name=str(block.get("name", "")),
+                        arguments=arguments,
+                    )
+                )
         if data.get("stop_reason"):
             self.stop_reason = str(data["stop_reason"])
         self._usage(data.get("usage"))

@@ -309,8 +309,12 @@ class RequestSent:
     """The JSON body, exactly as sent."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "path": self.path, "model": self.model,
-                "body": dict(self.body)}  # fmt: skip
+        return {
+            "provider": self.provider,
+            "path": self.path,
+            "model": self.model,
+            "body": dict(self.body),
+        }
 
 
 ModelEvent: TypeAlias = Union[

@@ -348,15 +348,19 @@ class OpenAIChatModel(HttpModel):
             assert info.model_ids is not None
             if self.profile.checks_model_id:
                 raise ModelNotFoundError(self.model, self.base_url, info.model_ids)
-            yield Notice(text=f"the server does not list the model {self.model!r} "
-                         f"(it lists {', '.join(info.model_ids)})")  # fmt: skip
+            yield Notice(
+                text=f"the server does not list the model {self.model!r} "
+                f"(it lists {', '.join(info.model_ids)})"
+            )
         if self.calls_as_text and request.tools and _answered(request.messages):
             request = dataclasses.replace(
                 request, tools=(), messages=(*request.messages, UserMessage(content=ANSWER_NUDGE))
             )
-            yield Notice(text="tool strategy answer-after-text-calls: this model writes its calls "
-                         "as text, and offered tools again after a result it calls again instead "
-                         "of answering; this request offers none and asks for the answer")  # fmt: skip
+            yield Notice(
+                text="tool strategy answer-after-text-calls: this model writes its calls "
+                "as text, and offered tools again after a result it calls again instead "
+                "of answering; this request offers none and asks for the answer"
+            )
         if request.tools:
             _, notice = self._tool_choice(request)
             if notice:
@@ -364,8 +368,10 @@ class OpenAIChatModel(HttpModel):
         body = self.request_body(request)
         streamed = bool(body.get("stream"))
         if request.tools and self.no_stream_with_tools and not streamed and self.stream_answers:
-            yield Notice(text=f"{self.profile.title} does not stream answers with tools; "
-                         "asked for a whole answer")  # fmt: skip
+            yield Notice(
+                text=f"{self.profile.title} does not stream answers with tools; "
+                "asked for a whole answer"
+            )
         state = _StreamState(strict=_strict_schemas(request, body))
         outcome: list[str] = []
         async for event in self._exchange(body, headers, key, request, state, outcome):
@@ -373,8 +379,10 @@ class OpenAIChatModel(HttpModel):
         if outcome == ["empty"]:  # a streamed request answered with nothing at all
             if request.tools:
                 self.no_stream_with_tools = True
-            yield Notice(text="the server sent an empty answer to a streamed request; "
-                         "retried once without streaming")  # fmt: skip
+            yield Notice(
+                text="the server sent an empty answer to a streamed request; "
+                "retried once without streaming"
+            )
             body = self.request_body(request, stream=False)
             streamed = False
             state = _StreamState(strict=_strict_schemas(request, body))
@@ -404,8 +412,12 @@ class OpenAIChatModel(HttpModel):
         """For an answer without tool calls to a request offering tools: the calls written as
         its text (taken back, then yielded as calls), or a notice when it is empty."""
         if not text.strip():
-            return [Notice(text=f"{self.profile.title} returned neither text nor a tool call: "
-                           f"{_EMPTY_HINTS.get(self.profile.name, _EMPTY_HINT)}")]  # fmt: skip
+            return [
+                Notice(
+                    text=f"{self.profile.title} returned neither text nor a tool call: "
+                    f"{_EMPTY_HINTS.get(self.profile.name, _EMPTY_HINT)}"
+                )
+            ]
         if not self.text_calls:
             return []
         calls = parse_text_calls(text, {spec.name for spec in request.tools})
@@ -416,9 +428,13 @@ class OpenAIChatModel(HttpModel):
             ToolCallPart(id=f"text_call_{i}", name=c.name, arguments=c.arguments)
             for i, c in enumerate(calls, 1)
         )
-        out.append(Notice(text=f"{len(calls)} tool call(s) recovered from the answer text "
-                          "(the server returned none; OpenAIChatModel(text_calls=False) "
-                          "turns this off)"))  # fmt: skip
+        out.append(
+            Notice(
+                text=f"{len(calls)} tool call(s) recovered from the answer text "
+                "(the server returned none; OpenAIChatModel(text_calls=False) "
+                "turns this off)"
+            )
+        )
         return out
 
     async def _identify(self, headers: Mapping[str, str]) -> str | None:
@@ -435,8 +451,10 @@ class OpenAIChatModel(HttpModel):
         self._use_profile(found)
         note = f"the server is a {found.title} (from its GET /models answer)"
         if found.tool_results_as_user:
-            note += ("; its prompt template drops tool messages, so tool results are sent as a "
-                     "user message naming each call")  # fmt: skip
+            note += (
+                "; its prompt template drops tool messages, so tool results are sent as a "
+                "user message naming each call"
+            )
         return note
 
     async def _exchange(
@@ -451,13 +469,19 @@ class OpenAIChatModel(HttpModel):
         """One request; its text and completed calls are yielded, the rest stays in ``state``;
         ``outcome`` gets ``"empty"`` (no events at all), ``"json"`` or ``"stream"``."""
         params = {"api-version": self.api_version} if self.api_version else None
-        yield RequestSent(provider=self.provider, path="/chat/completions", model=self.model,
-                          body=body)  # fmt: skip
+        yield RequestSent(
+            provider=self.provider, path="/chat/completions", model=self.model, body=body
+        )
         done = False
         sse = self._sse(
-            "/chat/completions", body, headers, request.settings, [key or ""], params=params,
+            "/chat/completions",
+            body,
+            headers,
+            request.settings,
+            [key or ""],
+            params=params,
             allowance=self._allowance(body),
-        )  # fmt: skip
+        )
         async with aclosing(sse) as events:  # closes the response at [DONE] and on errors
             async for event in events:
                 if event.event == "json":

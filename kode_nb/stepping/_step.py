@@ -137,8 +137,11 @@ class StepPoint:
         self.future: asyncio.Future[StepDecision] = asyncio.get_running_loop().create_future()
 
     def __repr__(self) -> str:
-        what = f"tool {self.tool} {json.dumps(self.arguments, default=str)[:80]}" if (
-            self.kind == "tool_call") else f"{len(self.messages)} messages"  # fmt: skip
+        what = (
+            f"tool {self.tool} {json.dumps(self.arguments, default=str)[:80]}"
+            if (self.kind == "tool_call")
+            else f"{len(self.messages)} messages"
+        )
         state = self.decision.action if self.decision else "paused"
         return f"<StepPoint {self.kind} {self.agent} turn {self.turn}: {what} ({state})>"
 

@@ -61,8 +61,16 @@ async def pause_model_request(
     stepper = st.stepper
     if stepper is None or not stepper.steps(st):
         return request
-    point = StepPoint(stepper, kind="model_request", run_id=st.run_id, agent=st.agent.name,
-                      depth=st.depth, turn=turn, request=request, body=body)  # fmt: skip
+    point = StepPoint(
+        stepper,
+        kind="model_request",
+        run_id=st.run_id,
+        agent=st.agent.name,
+        depth=st.depth,
+        turn=turn,
+        request=request,
+        body=body,
+    )
     decision = await _pause(stepper, st, point, span)
     if decision.action == "stop":
         return None
@@ -71,10 +79,15 @@ async def pause_model_request(
     i = decision.message
     before = message_text(st.messages[i])
     st.messages[i] = _with_text(st.messages[i], decision.value)
-    span.event("step_edit", message=i, role=_role(st.messages[i]), before=before,
-               after=decision.value)  # fmt: skip
-    return ModelRequest(system=request.system, messages=tuple(st.messages), tools=request.tools,
-                        settings=request.settings)  # fmt: skip
+    span.event(
+        "step_edit", message=i, role=_role(st.messages[i]), before=before, after=decision.value
+    )
+    return ModelRequest(
+        system=request.system,
+        messages=tuple(st.messages),
+        tools=request.tools,
+        settings=request.settings,
+    )
 
 
 def _role(message: Message) -> str:
@@ -100,9 +113,19 @@ async def pause_tool_call(
             invalid = str(exc)
         except Exception as exc:  # a custom validator's bug: show it, let the executor decide
             invalid = f"{type(exc).__name__}: {exc}"
-    point = StepPoint(stepper, kind="tool_call", run_id=st.run_id, agent=st.agent.name,
-                      depth=st.depth, turn=turn, tool=tool, call_id=call_id, tool_name=name,
-                      arguments=arguments, invalid=invalid)  # fmt: skip
+    point = StepPoint(
+        stepper,
+        kind="tool_call",
+        run_id=st.run_id,
+        agent=st.agent.name,
+        depth=st.depth,
+        turn=turn,
+        tool=tool,
+        call_id=call_id,
+        tool_name=name,
+        arguments=arguments,
+        invalid=invalid,
+    )
     decision = await _pause(stepper, st, point, span)
     if decision.action == "edit":
         span.event("step_edit", before=arguments, after=decision.value)
@@ -116,8 +139,15 @@ async def pause_tool_call(
 def given_result(name: str, call_id: str, text: str) -> ToolResult:
     """The result of a call answered by hand."""
     now = time.time()
-    return ToolResult(content=(TextBlock(text=text),), status="ok", tool=name, call_id=call_id,
-                      details={"given_by_hand": True}, started_at=now, ended_at=now)  # fmt: skip
+    return ToolResult(
+        content=(TextBlock(text=text),),
+        status="ok",
+        tool=name,
+        call_id=call_id,
+        details={"given_by_hand": True},
+        started_at=now,
+        ended_at=now,
+    )
 
 
 class StartedRun:
@@ -127,8 +157,9 @@ class StartedRun:
     ``await run`` gives the :class:`~kode_nb.agents.AgentRunResult`; ``await run.paused()``
     the next pause point (``None`` once the run has ended)."""
 
-    def __init__(self, task: asyncio.Task[AgentRunResult], stepper: Stepper | None,
-                 run_id: str) -> None:  # fmt: skip
+    def __init__(
+        self, task: asyncio.Task[AgentRunResult], stepper: Stepper | None, run_id: str
+    ) -> None:
         self.task = task
         self.stepper = stepper
         self.run_id = run_id
@@ -142,8 +173,9 @@ class StartedRun:
         if self.stepper is None:
             return None
         waiter = asyncio.ensure_future(self.stepper.paused())
-        await asyncio.wait({waiter, self.task}, timeout=timeout,
-                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        await asyncio.wait(
+            {waiter, self.task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
         if waiter.done():
             return waiter.result()
         waiter.cancel()
@@ -164,5 +196,9 @@ def _with_text(message: Message, text: str) -> Message:
     if isinstance(message, AssistantMessage):
         return AssistantMessage(text=text, tool_calls=message.tool_calls)
     assert isinstance(message, ToolResultMessage)
-    return ToolResultMessage(call_id=message.call_id, name=message.name,
-                             content=(TextBlock(text=text),), is_error=message.is_error)  # fmt: skip
+    return ToolResultMessage(
+        call_id=message.call_id,
+        name=message.name,
+        content=(TextBlock(text=text),),
+        is_error=message.is_error,
+    )

@@ -50,20 +50,52 @@ Schema = dict[str, Any]
 
 GEMINI_KEYS = frozenset(
     {
-        "type", "format", "description", "nullable", "enum", "properties", "required", "items",
-        "minItems", "maxItems", "minimum", "maximum", "anyOf", "propertyOrdering", "minLength",
-        "maxLength", "pattern",
+        "type",
+        "format",
+        "description",
+        "nullable",
+        "enum",
+        "properties",
+        "required",
+        "items",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "propertyOrdering",
+        "minLength",
+        "maxLength",
+        "pattern",
     }
-)  # fmt: skip
+)
 """The OpenAPI-subset keys Gemini function declarations accept."""
 
 _STRICT_KEYS = frozenset(
     {
-        "type", "description", "title", "enum", "properties", "required", "additionalProperties",
-        "items", "anyOf", "$ref", "$defs", "definitions", "pattern", "format", "multipleOf",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
+        "type",
+        "description",
+        "title",
+        "enum",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "$ref",
+        "$defs",
+        "definitions",
+        "pattern",
+        "format",
+        "multipleOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
     }
-)  # fmt: skip
+)
 _STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )

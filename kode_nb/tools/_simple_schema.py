@@ -142,8 +142,10 @@ def _field(annotation: Any) -> _Field | None:
     if annotation is dict:
         any_core = {"type": "any"}
         return {"type": "object", "additionalProperties": True}, {
-            "type": "dict", "keys_schema": any_core, "values_schema": {"type": "any"},
-        }  # fmt: skip
+            "type": "dict",
+            "keys_schema": any_core,
+            "values_schema": {"type": "any"},
+        }
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is Literal:
@@ -161,8 +163,10 @@ def _field(annotation: Any) -> _Field | None:
             return None
         value_json, value_core = value
         return {"type": "object", "additionalProperties": value_json or True}, {
-            "type": "dict", "keys_schema": {"type": "str"}, "values_schema": value_core,
-        }  # fmt: skip
+            "type": "dict",
+            "keys_schema": {"type": "str"},
+            "values_schema": value_core,
+        }
     return None
 
 

@@ -105,6 +105,10 @@ class CallCounter:
         ordered = sorted(self.window)
         p95 = ordered[max(math.ceil(0.95 * len(ordered)), 1) - 1]
         return ToolStats(
-            name=name, calls=self.calls, failures=self.failures, denials=self.denials,
-            mean=self.total / ran, p95=p95,
-        )  # fmt: skip
+            name=name,
+            calls=self.calls,
+            failures=self.failures,
+            denials=self.denials,
+            mean=self.total / ran,
+            p95=p95,
+        )

@@ -212,12 +212,18 @@ class Span:
     def from_dict(cls, data: Mapping[str, Any]) -> Span:
         """Rebuild a span tree from :meth:`to_dict` output (values are taken as they are)."""
         span = cls(
-            kind=data["kind"], name=data["name"], span_id=data["span_id"],
-            started_at=data["started_at"], ended_at=data.get("ended_at"),
-            duration=data.get("duration"), status=data.get("status", "running"),
-            error=data.get("error"), attributes=dict(data.get("attributes", {})),
-            events=list(data.get("events", [])), dropped_events=data.get("dropped_events", 0),
-        )  # fmt: skip
+            kind=data["kind"],
+            name=data["name"],
+            span_id=data["span_id"],
+            started_at=data["started_at"],
+            ended_at=data.get("ended_at"),
+            duration=data.get("duration"),
+            status=data.get("status", "running"),
+            error=data.get("error"),
+            attributes=dict(data.get("attributes", {})),
+            events=list(data.get("events", [])),
+            dropped_events=data.get("dropped_events", 0),
+        )
         span.children = [cls.from_dict(c) for c in data.get("children", [])]
         return span
 
@@ -316,9 +322,15 @@ def _provider(model: str) -> str:
 
 
 def _otel(
-    span: Span, parent: str | None, trace_id: str, out: list[dict[str, Any]], *,
-    agent: str, model: str, turn: int | None,
-) -> None:  # fmt: skip
+    span: Span,
+    parent: str | None,
+    trace_id: str,
+    out: list[dict[str, Any]],
+    *,
+    agent: str,
+    model: str,
+    turn: int | None,
+) -> None:
     a = span.attributes
     if span.kind == "turn":
         for c in span.children:
@@ -328,31 +340,46 @@ def _otel(
     if span.kind == "run":
         agent, model = str(a.get("agent", span.name)), str(a.get("model", ""))
         name, kind = f"invoke_agent {agent}", "INTERNAL"
-        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                 "gen_ai.request.model": model, "gen_ai.provider.name": _provider(model),
-                 "kode_nb.run_id": a.get("run_id", ""), "kode_nb.status": span.status,
-                 "kode_nb.depth": a.get("depth", 0), **_usage(a)}  # fmt: skip
+        attrs = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent,
+            "gen_ai.request.model": model,
+            "gen_ai.provider.name": _provider(model),
+            "kode_nb.run_id": a.get("run_id", ""),
+            "kode_nb.status": span.status,
+            "kode_nb.depth": a.get("depth", 0),
+            **_usage(a),
+        }
         if "turns" in a:
             attrs["kode_nb.turns"] = a["turns"]
     elif span.kind == "model_call":
         name, kind = span.name, "CLIENT"
-        attrs = {"gen_ai.operation.name": "chat", "gen_ai.agent.name": agent,
-                 "gen_ai.request.model": str(a.get("model", model)),
-                 "gen_ai.provider.name": _provider(str(a.get("model", model))),
-                 "gen_ai.input.messages": _json_attr(a.get("messages", [])),
-                 "gen_ai.output.messages": _json_attr(a.get("response", {})), **_usage(a)}  # fmt: skip
+        attrs = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.agent.name": agent,
+            "gen_ai.request.model": str(a.get("model", model)),
+            "gen_ai.provider.name": _provider(str(a.get("model", model))),
+            "gen_ai.input.messages": _json_attr(a.get("messages", [])),
+            "gen_ai.output.messages": _json_attr(a.get("response", {})),
+            **_usage(a),
+        }
         if "stop_reason" in a:
             attrs["gen_ai.response.finish_reasons"] = [str(a["stop_reason"])]
     else:
         tool = str(a.get("tool", span.name))
         name, kind = f"execute_tool {tool}", "INTERNAL"
         result = a.get("result", {})
-        attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.agent.name": agent,
-                 "gen_ai.tool.name": tool, "gen_ai.tool.call.id": str(a.get("call_id", "")),
-                 "gen_ai.tool.type": "function",
-                 "gen_ai.tool.call.arguments": _json_attr(a.get("arguments", {})),
-                 "gen_ai.tool.call.result": _json_attr(
-                     result.get("text", "") if isinstance(result, Mapping) else result)}  # fmt: skip
+        attrs = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.agent.name": agent,
+            "gen_ai.tool.name": tool,
+            "gen_ai.tool.call.id": str(a.get("call_id", "")),
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.call.arguments": _json_attr(a.get("arguments", {})),
+            "gen_ai.tool.call.result": _json_attr(
+                result.get("text", "") if isinstance(result, Mapping) else result
+            ),
+        }
         if isinstance(result, Mapping) and result.get("is_error"):
             attrs["error.type"] = str(result.get("error_type") or result.get("status") or "error")
     if turn is not None:
@@ -363,15 +390,31 @@ def _otel(
     }
     if not ok:
         status["message"] = span.error or span.status
-    out.append({
-        "trace_id": trace_id, "span_id": span.span_id, "parent_span_id": parent, "name": name,
-        "kind": kind, "start_time_unix_nano": _ns(span.started_at),
-        "end_time_unix_nano": _ns(span.ended_at), "status": status, "attributes": attrs,
-        "events": [{"name": e["name"], "time_unix_nano": _ns(e["time"]),
-                    "attributes": {k: _json_attr(v) if isinstance(v, (dict, list)) else v
-                                   for k, v in e["attributes"].items() if v is not None}}
-                   for e in span.events],
-    })  # fmt: skip
+    out.append(
+        {
+            "trace_id": trace_id,
+            "span_id": span.span_id,
+            "parent_span_id": parent,
+            "name": name,
+            "kind": kind,
+            "start_time_unix_nano": _ns(span.started_at),
+            "end_time_unix_nano": _ns(span.ended_at),
+            "status": status,
+            "attributes": attrs,
+            "events": [
+                {
+                    "name": e["name"],
+                    "time_unix_nano": _ns(e["time"]),
+                    "attributes": {
+                        k: _json_attr(v) if isinstance(v, (dict, list)) else v
+                        for k, v in e["attributes"].items()
+                        if v is not None
+                    },
+                }
+                for e in span.events
+            ],
+        }
+    )
     for c in span.children:
         _otel(c, span.span_id, trace_id, out, agent=agent, model=model, turn=turn)
 
@@ -401,15 +444,23 @@ def _otlp_span(s: Mapping[str, Any]) -> dict[str, Any]:
     if "message" in s["status"]:
         status["message"] = s["status"]["message"]
     span: dict[str, Any] = {
-        "traceId": s["trace_id"], "spanId": s["span_id"], "name": s["name"],
-        "kind": _OTLP_KIND[s["kind"]], "startTimeUnixNano": str(s["start_time_unix_nano"]),
+        "traceId": s["trace_id"],
+        "spanId": s["span_id"],
+        "name": s["name"],
+        "kind": _OTLP_KIND[s["kind"]],
+        "startTimeUnixNano": str(s["start_time_unix_nano"]),
         "endTimeUnixNano": str(s["end_time_unix_nano"] or s["start_time_unix_nano"]),
         "attributes": [_kv(k, v) for k, v in s["attributes"].items() if v is not None],
-        "events": [{"name": e["name"], "timeUnixNano": str(e["time_unix_nano"]),
-                    "attributes": [_kv(k, v) for k, v in e["attributes"].items()]}
-                   for e in s["events"]],
+        "events": [
+            {
+                "name": e["name"],
+                "timeUnixNano": str(e["time_unix_nano"]),
+                "attributes": [_kv(k, v) for k, v in e["attributes"].items()],
+            }
+            for e in s["events"]
+        ],
         "status": status,
-    }  # fmt: skip
+    }
     if s["parent_span_id"]:
         span["parentSpanId"] = s["parent_span_id"]
     return span

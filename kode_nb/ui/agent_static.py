@@ -127,9 +127,11 @@ class StaticRunView:
             )
         else:
             what = f"model request ({count_of(len(point.messages), 'message')})"
-        self._log(f"{pad}  ❚❚ paused before {what}: h.step.next() / .edit(...) / "
-                  f"{'.give_result(text) / ' if point.kind == 'tool_call' else ''}"
-                  ".run_to_end() / .stop(reason)")  # fmt: skip
+        self._log(
+            f"{pad}  ❚❚ paused before {what}: h.step.next() / .edit(...) / "
+            f"{'.give_result(text) / ' if point.kind == 'tool_call' else ''}"
+            ".run_to_end() / .stop(reason)"
+        )
 
     def _log(self, line: str) -> None:
         line = redact_text(line)
@@ -185,9 +187,14 @@ class StaticRunView:
         if self.result is None and self.error is None:
             raise RuntimeError(f"the run {self.run_id} has not ended")
         return run_record(
-            agent=self.agent, model=self.model, result=self.result, error=self.error,
-            trace=self.trace, turns=self.turns, tokens=self.tokens,
-        )  # fmt: skip
+            agent=self.agent,
+            model=self.model,
+            result=self.result,
+            error=self.error,
+            trace=self.trace,
+            turns=self.turns,
+            tokens=self.tokens,
+        )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         if self.result is not None or self.error is not None:

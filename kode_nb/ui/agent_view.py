@@ -181,8 +181,11 @@ class RunView(W.VBox):  # type: ignore[misc]
             )
         else:
             layout = W.Layout(border="1px solid #ccc", padding="2px 6px")
-        parts = [self.header, self.tree, self.body, self.footer] if self.tree is not None else [
-            self.header, self.body, self.footer]  # fmt: skip
+        parts = (
+            [self.header, self.tree, self.body, self.footer]
+            if self.tree is not None
+            else [self.header, self.body, self.footer]
+        )
         super().__init__(parts, layout=layout)
         self._tick: asyncio.TimerHandle | None = self.loop.call_later(_TICK, self._on_tick)
 
@@ -195,10 +198,16 @@ class RunView(W.VBox):  # type: ignore[misc]
             parent = self.root.runs.get(event.parent_run_id or "")
             row = parent.rows.get(event.parent_call_id or "") if parent is not None else None
             child = RunView(
-                agent=event.agent, run_id=event.run_id, depth=event.depth, kinds=self.kinds,
-                register=self.register, unregister=self.unregister, rate=self.rate,
-                loop=self.loop, root=self.root,
-            )  # fmt: skip
+                agent=event.agent,
+                run_id=event.run_id,
+                depth=event.depth,
+                kinds=self.kinds,
+                register=self.register,
+                unregister=self.unregister,
+                rate=self.rate,
+                loop=self.loop,
+                root=self.root,
+            )
             self.root.runs[event.run_id] = child
             if row is not None:
                 row.attach(child)
@@ -250,9 +259,14 @@ class RunView(W.VBox):  # type: ignore[misc]
         rows = []
         for call in calls:
             row = ToolRow(
-                root=self.root, tool=call.name, kind=self.kinds(call.name),
-                arguments=_parse(call.arguments), call_id=call.id, rate=self.rate, loop=self.loop,
-            )  # fmt: skip
+                root=self.root,
+                tool=call.name,
+                kind=self.kinds(call.name),
+                arguments=_parse(call.arguments),
+                call_id=call.id,
+                rate=self.rate,
+                loop=self.loop,
+            )
             self.rows[call.id] = row
             self.root.all_rows[call.id] = row
             self.register(call.id, row)
@@ -365,9 +379,14 @@ class RunView(W.VBox):  # type: ignore[misc]
         if not self.final:
             raise RuntimeError(f"the run {self.run_id} has not ended")
         return run_record(
-            agent=self.agent, model=self.model, result=self.result, error=self.error,
-            trace=self.trace, turns=self.turns, tokens=self.tokens,
-        )  # fmt: skip
+            agent=self.agent,
+            model=self.model,
+            result=self.result,
+            error=self.error,
+            trace=self.trace,
+            turns=self.turns,
+            tokens=self.tokens,
+        )
 
     def _answer_streamed(self) -> bool:
         """Whether the last streamed text is exactly the final answer."""

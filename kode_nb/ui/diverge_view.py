@@ -161,8 +161,10 @@ def divergence_text(data: Mapping[str, Any]) -> str:
         lines = [f"{a.get('label')} and {b.get('label')} do not differ"]
     else:
         where = f"turn {turn}" if turn is not None else "the end"
-        lines = [f"◆ {a.get('label')} and {b.get('label')} first differ at {where}: {what}"
-                 + (f" ({data['detail']})" if data.get("detail") else "")]  # fmt: skip
+        lines = [
+            f"◆ {a.get('label')} and {b.get('label')} first differ at {where}: {what}"
+            + (f" ({data['detail']})" if data.get("detail") else "")
+        ]
     if data.get("system_prompt_differs"):
         lines.append("  (the system prompts differ)")
     xs, ys = _steps(a), _steps(b)
@@ -171,8 +173,11 @@ def divergence_text(data: Mapping[str, Any]) -> str:
         lines.append(f"{'◆ ' if n == turn else ''}turn {n}")
         for branch, steps in ((a, xs), (b, ys)):
             step = steps[n - 1] if n <= len(steps) else None
-            said = ("(no such turn)" if step is None else
-                    " | ".join(t for w, t in _items(step) if w != "usage"))  # fmt: skip
+            said = (
+                "(no such turn)"
+                if step is None
+                else " | ".join(t for w, t in _items(step) if w != "usage")
+            )
             lines.append(f"  {str(branch.get('label')).ljust(width)}  {said}")
     for branch in (a, b):
         outcome, tokens, cost = _totals(branch)

@@ -39,9 +39,17 @@ __all__ = [
 ]
 
 _EVENTS = (
-    "ApprovalRequested", "ApprovalResolved", "CallCancelled", "CallCompleted", "CallFailed",
-    "CallRequested", "CallStarted", "CallTimedOut", "CallUpdate", "InvalidArguments",
-)  # fmt: skip
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "CallCancelled",
+    "CallCompleted",
+    "CallFailed",
+    "CallRequested",
+    "CallStarted",
+    "CallTimedOut",
+    "CallUpdate",
+    "InvalidArguments",
+)
 
 FORMATTED_TYPES: tuple[tuple[str, str, str], ...] = (
     ("kode_nb.types", "ToolResult", "result"),

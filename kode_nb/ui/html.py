@@ -52,13 +52,24 @@ MAX_HTML_TEXT = 20_000
 """Characters of a long text kept in saved HTML (the tail; the rest is summarized)."""
 
 _KIND_COLORS = {
-    "read": "#2b6cb0", "search": "#2b6cb0", "think": "#6b46c1", "fetch": "#2c7a7b",
-    "edit": "#b7791f", "move": "#b7791f", "delete": "#c53030", "execute": "#c53030",
-}  # fmt: skip
+    "read": "#2b6cb0",
+    "search": "#2b6cb0",
+    "think": "#6b46c1",
+    "fetch": "#2c7a7b",
+    "edit": "#b7791f",
+    "move": "#b7791f",
+    "delete": "#c53030",
+    "execute": "#c53030",
+}
 _STATUS_COLORS = {
-    "ok": "#2f855a", "error": "#c53030", "denied": "#c53030", "invalid_arguments": "#b7791f",
-    "not_found": "#b7791f", "timed_out": "#b7791f", "cancelled": "#718096",
-}  # fmt: skip
+    "ok": "#2f855a",
+    "error": "#c53030",
+    "denied": "#c53030",
+    "invalid_arguments": "#b7791f",
+    "not_found": "#b7791f",
+    "timed_out": "#b7791f",
+    "cancelled": "#718096",
+}
 BOX = (
     "border:1px solid var(--jp-border-color2,#ddd);border-radius:4px;padding:6px 8px;"
     "margin:2px 0;font-family:var(--jp-ui-font-family,sans-serif);font-size:13px"

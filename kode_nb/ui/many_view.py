@@ -61,10 +61,13 @@ def summary_text(batch: ManyRun) -> str:
     c = batch.counts()
     rest = "".join(
         f", {c[k]} {label}"
-        for k, label in (("cancelled", "cancelled"), ("running", "running"),
-                         ("pending", "not started"))
+        for k, label in (
+            ("cancelled", "cancelled"),
+            ("running", "running"),
+            ("pending", "not started"),
+        )
         if c[k]
-    )  # fmt: skip
+    )
     took = f"; {format_duration(p.elapsed)}" if p.ended and p.elapsed > 0 else ""
     return redact_text(
         f"{batch.target.display}: {p.total} runs, {batch.status} — {c['ok']} ok, "
@@ -84,15 +87,20 @@ def table_record(batch: ManyRun) -> dict[str, Any]:
     rows = []
     for i, row in enumerate(batch.rows[:TABLE_ROWS]):
         r = batch.results[i]
-        rows.append({
-            "row": i, "input": _row_input(row), "status": r.status if r else "pending",
-            "output": _short(r.output, SHOWN_CHARS) if r and r.output is not None else None,
-            "error": _short(r.error, 120) if r and r.error else None,
-            "turns": r.turns if r else None,
-            "tokens": (r.input_tokens or 0) + (r.output_tokens or 0)
-            if r and r.input_tokens is not None else None,
-            "cached": ("yes" if r.cached else "") if r else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "row": i,
+                "input": _row_input(row),
+                "status": r.status if r else "pending",
+                "output": _short(r.output, SHOWN_CHARS) if r and r.output is not None else None,
+                "error": _short(r.error, 120) if r and r.error else None,
+                "turns": r.turns if r else None,
+                "tokens": (r.input_tokens or 0) + (r.output_tokens or 0)
+                if r and r.input_tokens is not None
+                else None,
+                "cached": ("yes" if r.cached else "") if r else None,
+            }
+        )
     more = len(batch.rows) - len(rows)
     columns = [
         {"key": "row", "label": "#", "align": "right"},
@@ -109,9 +117,13 @@ def table_record(batch: ManyRun) -> dict[str, Any]:
     if len(batch.notes) > 3:
         notes.append(f"{len(batch.notes) - 3} more cache entries skipped")
     return {
-        "schema": "kode_nb.table/v1", "title": summary_text(batch), "columns": columns,
-        "rows": rows, "empty": "no inputs", "note": "; ".join(notes) or None,
-    }  # fmt: skip
+        "schema": "kode_nb.table/v1",
+        "title": summary_text(batch),
+        "columns": columns,
+        "rows": rows,
+        "empty": "no inputs",
+        "note": "; ".join(notes) or None,
+    }
 
 
 def record_html(batch: ManyRun, record: dict[str, Any]) -> str:
@@ -159,20 +171,23 @@ def inbox_bundle(inbox: Inbox) -> dict[str, Any]:
         f"denied, {c['by_policy']} by policy"
     )
     rows = [
-        {"group": g.label(), "id": p.id, "row": p.row,
-         "arguments": _short(dict(p.arguments), 80)}
-        for g in groups for p in g.items
-    ]  # fmt: skip
+        {"group": g.label(), "id": p.id, "row": p.row, "arguments": _short(dict(p.arguments), 80)}
+        for g in groups
+        for p in g.items
+    ]
     record = {
-        "schema": "kode_nb.table/v1", "title": title,
+        "schema": "kode_nb.table/v1",
+        "title": title,
         "columns": [
             {"key": "group", "label": "group", "align": "left"},
             {"key": "id", "label": "#", "align": "right"},
             {"key": "row", "label": "row", "align": "right"},
             {"key": "arguments", "label": "arguments", "align": "left"},
         ],
-        "rows": rows, "empty": "nothing waits for approval", "note": None,
-    }  # fmt: skip
+        "rows": rows,
+        "empty": "nothing waits for approval",
+        "note": None,
+    }
     parts = []
     for g in groups:
         items = "".join(
@@ -185,8 +200,9 @@ def inbox_bundle(inbox: Inbox) -> dict[str, Any]:
             f"<th>row</th><th>arguments</th></tr></thead><tbody>{items}</tbody></table>"
         )
     html = f"<details open><summary><b>{escape(title)}</b></summary>{''.join(parts)}</details>"
-    text = "\n".join([title, *(f"{g.label()}: " + ", ".join(f"#{p.id}" for p in g.items)
-                               for g in groups)])  # fmt: skip
+    text = "\n".join(
+        [title, *(f"{g.label()}: " + ", ".join(f"#{p.id}" for p in g.items) for g in groups)]
+    )
     return {"application/vnd.kode-nb.table+json": record, "text/html": html, "text/plain": text}
 
 
@@ -257,8 +273,9 @@ def _make_view_class() -> type:
             n = len(group.items)
             wide = W.Layout(width="auto")
             head = W.HTML(f"<b><code>{escape(group.label())}</code></b>")
-            approve_all = W.Button(description=f"Approve all ({n})", button_style="success",
-                                   layout=wide)  # fmt: skip
+            approve_all = W.Button(
+                description=f"Approve all ({n})", button_style="success", layout=wide
+            )
             deny_all = W.Button(description=f"Deny all ({n})", button_style="danger", layout=wide)
             approve_all.on_click(lambda _: inbox.approve_group(group))
             deny_all.on_click(lambda _: inbox.deny_group(group, "denied from the inbox"))

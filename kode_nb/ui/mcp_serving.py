@@ -208,9 +208,13 @@ class NotebookServer:
 
         try:
             handle = await serve(
-                self.session.registry, port=self.port, tools=self.patterns,
-                executor=self._executor, name=self.name, auth=self.auth,
-            )  # fmt: skip
+                self.session.registry,
+                port=self.port,
+                tools=self.patterns,
+                executor=self._executor,
+                name=self.name,
+                auth=self.auth,
+            )
         except Exception as exc:  # reported in the panel; `await server` raises it
             self.error = exc
             self._finish_stop(f"could not start: {exc}")
@@ -269,9 +273,12 @@ class NotebookServer:
         view: Any = None
         if self._widgets and tool is not None:
             view = _ServedCallView(
-                tool=tool.name, kind=tool.kind.value, arguments=arguments, call_id=call_id,
+                tool=tool.name,
+                kind=tool.kind.value,
+                arguments=arguments,
+                call_id=call_id,
                 rate=session.settings.update_rate,
-            )  # fmt: skip
+            )
             view.server = self
             self.views[call_id] = view
             session.views[call_id] = view  # the session's approver puts its prompt there
@@ -395,17 +402,29 @@ class NotebookServer:
         from kode_nb.ui.records import call_status, table_record
 
         rows = [
-            {"tool": r.tool, "status": call_status(r), "duration": took(r),
-             "call_id": r.call_id, "result": shorten(r.text, 80)}
+            {
+                "tool": r.tool,
+                "status": call_status(r),
+                "duration": took(r),
+                "call_id": r.call_id,
+                "result": shorten(r.text, 80),
+            }
             for r in self.results
-        ]  # fmt: skip
-        columns = [("tool", "tool"), ("status", "status"), ("duration", "duration", "right"),
-                   ("call_id", "call id"), ("result", "result")]  # fmt: skip
+        ]
+        columns = [
+            ("tool", "tool"),
+            ("status", "status"),
+            ("duration", "duration", "right"),
+            ("call_id", "call id"),
+            ("result", "result"),
+        ]
         return table_record(
-            f"MCP server {self._status}: {self.describe()}", columns, rows,
+            f"MCP server {self._status}: {self.describe()}",
+            columns,
+            rows,
             empty="No calls from MCP clients.",
             note=f"{len(rows)} call{'s' if len(rows) != 1 else ''} from MCP clients",
-        )  # fmt: skip
+        )
 
     @property
     def final(self) -> bool:

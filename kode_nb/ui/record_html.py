@@ -42,10 +42,19 @@ FOLD_CHARS = 120
 """Arguments longer than this (or on several lines) are folded in a ``<details>``."""
 
 STATUS_ICONS = {
-    "ok": "✔", "completed": "✔", "error": "✘", "invalid": "✘", "denied": "✘", "not_found": "✘",
-    "timeout": "⚠", "time_limit": "⚠", "max_turns": "⚠", "cancelled": "■", "interrupted": "■",
+    "ok": "✔",
+    "completed": "✔",
+    "error": "✘",
+    "invalid": "✘",
+    "denied": "✘",
+    "not_found": "✘",
+    "timeout": "⚠",
+    "time_limit": "⚠",
+    "max_turns": "⚠",
+    "cancelled": "■",
+    "interrupted": "■",
     "running": "…",
-}  # fmt: skip
+}
 _DECISIONS = {
     "approved": "✔ Approved",
     "always_allowed": "✔ Always allowed",
@@ -253,8 +262,10 @@ def run_text(data: Mapping[str, Any]) -> str:
 
 def _steps_line(steps: Mapping[str, Any]) -> str:
     pauses, changes = steps.get("pauses", 0), len(steps.get("changes") or ())
-    return (f"{pauses} pause{'s' if pauses != 1 else ''}, {changes} change"
-            f"{'s' if changes != 1 else ''} by hand")  # fmt: skip
+    return (
+        f"{pauses} pause{'s' if pauses != 1 else ''}, {changes} change"
+        f"{'s' if changes != 1 else ''} by hand"
+    )
 
 
 # --------------------------------------------------------------------------- traces
@@ -306,8 +317,11 @@ def _span_body(span: Mapping[str, Any]) -> str:
             estimate = a.get("request_tokens_estimate")
             size = f", request ≈ {estimate} tokens" if isinstance(estimate, int) else ""
             parts.append(_labelled(f"new this turn ({count_of(len(new), 'message')}{size})", new))
-        parts.extend(f"<div>{_esc(_step_event(e))}</div>" for e in span.get("events") or ()
-                     if e.get("name") == "step_edit")  # fmt: skip
+        parts.extend(
+            f"<div>{_esc(_step_event(e))}</div>"
+            for e in span.get("events") or ()
+            if e.get("name") == "step_edit"
+        )
         response = a.get("response") or {}
         parts.append(_labelled("text", response.get("text")))
         calls = [f"{c.get('name')}({c.get('arguments')})" for c in response.get("tool_calls") or []]

@@ -91,9 +91,14 @@ def mark_live(data: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 _CALL_STATUS = {
-    "ok": "ok", "error": "error", "invalid_arguments": "invalid", "not_found": "not_found",
-    "denied": "denied", "timed_out": "timeout", "cancelled": "cancelled",
-}  # fmt: skip
+    "ok": "ok",
+    "error": "error",
+    "invalid_arguments": "invalid",
+    "not_found": "not_found",
+    "denied": "denied",
+    "timed_out": "timeout",
+    "cancelled": "cancelled",
+}
 
 
 class Record:
@@ -208,9 +213,15 @@ def finished_call_record(view: Any) -> Record:
     if view.result is None:
         raise RuntimeError(f"the call {view.call_id} has not finished")
     return call_record(
-        tool=view.tool, kind=view.kind, call_id=view.call_id, arguments=view.arguments,
-        result=view.result, approval=view.approval, stream=view.text, updates=view.updates,
-    )  # fmt: skip
+        tool=view.tool,
+        kind=view.kind,
+        call_id=view.call_id,
+        arguments=view.arguments,
+        result=view.result,
+        approval=view.approval,
+        stream=view.text,
+        updates=view.updates,
+    )
 
 
 # --------------------------------------------------------------------------- runs
@@ -285,8 +296,10 @@ def framework_run_record(
         "model": a.get("model") or None,
         "status": status,
         "turns": a.get("turns", 0),
-        "usage": {"input_tokens": usage.get("input_tokens"),
-                  "output_tokens": usage.get("output_tokens")},
+        "usage": {
+            "input_tokens": usage.get("input_tokens"),
+            "output_tokens": usage.get("output_tokens"),
+        },
         "duration": root.duration if root is not None else None,
         "prompt": a.get("prompt"),
         "output": _output_text(output) if status == "completed" and output is not None else None,
@@ -295,7 +308,7 @@ def framework_run_record(
         "warnings": [],
         "cost": a.get("cost"),
         "trace": _jsonable(trace.to_dict()) if trace is not None else None,
-    }  # fmt: skip
+    }
     data = redact(data)
     return Record("run", data, RH.run_html(data), RH.run_text(data))
 
@@ -307,8 +320,11 @@ def framework_run_bundle(run: Any) -> dict[str, Any]:
         import html
 
         text = f"{run.name}: {run.status}"
-        return {"text/plain": text, "text/html": f"<div>{html.escape(text)}</div>",
-                LIVE_MIME: live_marker("run")}  # fmt: skip
+        return {
+            "text/plain": text,
+            "text/html": f"<div>{html.escape(text)}</div>",
+            LIVE_MIME: live_marker("run"),
+        }
     error = f"{type(run.exception).__name__}: {run.exception}" if run.exception else None
     output = run._result if run.exception is None else None
     output = getattr(output, "output", getattr(output, "final_output", output))
@@ -336,15 +352,21 @@ def steps_of(root: Mapping[str, Any]) -> dict[str, Any] | None:
             if name == "step":
                 pauses += 1
             elif name == "step_edit" and kind == "tool_call":
-                changes.append(f"{where}: {attrs.get('tool')} arguments edited by hand: "
-                               f"{shorten(ev.get('before'), _EDIT_CHARS)} → "
-                               f"{shorten(ev.get('after'), _EDIT_CHARS)}")  # fmt: skip
+                changes.append(
+                    f"{where}: {attrs.get('tool')} arguments edited by hand: "
+                    f"{shorten(ev.get('before'), _EDIT_CHARS)} → "
+                    f"{shorten(ev.get('after'), _EDIT_CHARS)}"
+                )
             elif name == "step_edit":
-                changes.append(f"{where}: message [{ev.get('message')}] ({ev.get('role')}) "
-                               f"edited by hand: {shorten(ev.get('after'), _EDIT_CHARS)}")  # fmt: skip
+                changes.append(
+                    f"{where}: message [{ev.get('message')}] ({ev.get('role')}) "
+                    f"edited by hand: {shorten(ev.get('after'), _EDIT_CHARS)}"
+                )
             elif name == "step_given":
-                changes.append(f"{where}: {attrs.get('tool')} result given by hand (not run): "
-                               f"{shorten(ev.get('text'), _EDIT_CHARS)}")  # fmt: skip
+                changes.append(
+                    f"{where}: {attrs.get('tool')} result given by hand (not run): "
+                    f"{shorten(ev.get('text'), _EDIT_CHARS)}"
+                )
         todo.extend((c, agent, turn) for c in reversed(span.get("children") or ()))
     return {"pauses": pauses, "changes": changes} if pauses else None
 
@@ -453,12 +475,17 @@ def registry_record(
         ran = s.calls - s.denials
         rows.append(
             {
-                "name": t.name, "kind": t.kind.value, "category": t.category.value,
-                "groups": ", ".join(t.groups), "calls": s.calls, "failures": s.failures,
-                "denials": s.denials, "mean": format_duration(s.mean) if ran else None,
+                "name": t.name,
+                "kind": t.kind.value,
+                "category": t.category.value,
+                "groups": ", ".join(t.groups),
+                "calls": s.calls,
+                "failures": s.failures,
+                "denials": s.denials,
+                "mean": format_duration(s.mean) if ran else None,
                 "p95": format_duration(s.p95) if ran else None,
             }
-        )  # fmt: skip
+        )
         if stuck is not None:
             n = stuck.get(t.name, 0)
             rows[-1]["threads"] = f"{n} stuck" if n else ""
@@ -466,10 +493,16 @@ def registry_record(
     if registry.name:
         title = f"registry {registry.name}: {title}"
     columns = [
-        ("name", "name"), ("kind", "kind"), ("category", "category"), ("groups", "groups"),
-        ("calls", "calls", "right"), ("failures", "failures", "right"),
-        ("denials", "denials", "right"), ("mean", "mean", "right"), ("p95", "p95", "right"),
-    ]  # fmt: skip
+        ("name", "name"),
+        ("kind", "kind"),
+        ("category", "category"),
+        ("groups", "groups"),
+        ("calls", "calls", "right"),
+        ("failures", "failures", "right"),
+        ("denials", "denials", "right"),
+        ("mean", "mean", "right"),
+        ("p95", "p95", "right"),
+    ]
     if stuck is not None:
         columns.append(("threads", "threads"))
     return table_record(title, columns, rows, empty="No tools.")

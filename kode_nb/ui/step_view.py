@@ -132,20 +132,29 @@ class StepPrompt(W.VBox):  # type: ignore[misc]
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         tool = point.kind == "tool_call"
         self.next_button = W.Button(description="Next", button_style="primary", icon="play")
-        self.edit_button = W.Button(description="Edit", icon="pencil",
-                                    tooltip="send the edited text in the box instead")  # fmt: skip
-        self.give_button = W.Button(description="Give result", icon="hand-paper-o",
-                                    tooltip="answer the call with the text below; it does not run")  # fmt: skip
-        self.end_button = W.Button(description="Run to end", icon="forward",
-                                   tooltip="stop pausing (this run and its subagents)")  # fmt: skip
+        self.edit_button = W.Button(
+            description="Edit", icon="pencil", tooltip="send the edited text in the box instead"
+        )
+        self.give_button = W.Button(
+            description="Give result",
+            icon="hand-paper-o",
+            tooltip="answer the call with the text below; it does not run",
+        )
+        self.end_button = W.Button(
+            description="Run to end",
+            icon="forward",
+            tooltip="stop pausing (this run and its subagents)",
+        )
         self.stop_button = W.Button(description="Stop", button_style="danger", icon="stop")
-        self.reason = W.Text(placeholder="reason for stopping (optional)",
-                             layout=W.Layout(width="18em"))  # fmt: skip
+        self.reason = W.Text(
+            placeholder="reason for stopping (optional)", layout=W.Layout(width="18em")
+        )
         self.message = W.Dropdown(
             options=[(f"[{i}] {_role(m)}", i) for i, m in enumerate(point.messages)],
             value=len(point.messages) - 1 if point.messages else None,
-            description="message", layout=W.Layout(width="18em"),
-        )  # fmt: skip
+            description="message",
+            layout=W.Layout(width="18em"),
+        )
         initial = (
             json.dumps(point.arguments, indent=2, ensure_ascii=False, default=str)
             if tool
@@ -154,8 +163,10 @@ class StepPrompt(W.VBox):  # type: ignore[misc]
             else ""
         )
         self.editor = W.Textarea(value=initial, layout=W.Layout(width="100%", height="7em"))
-        self.result = W.Textarea(placeholder="the result the model gets instead of running the tool",
-                                 layout=W.Layout(width="100%", height="4em"))  # fmt: skip
+        self.result = W.Textarea(
+            placeholder="the result the model gets instead of running the tool",
+            layout=W.Layout(width="100%", height="4em"),
+        )
         self.status = W.HTML("")
         self.message.observe(self._pick, names="value")
         self.next_button.on_click(lambda _b: self._clicked("next"))
@@ -168,8 +179,11 @@ class StepPrompt(W.VBox):  # type: ignore[misc]
             buttons.append(self.give_button)
         buttons += [self.end_button, self.stop_button, self.reason]
         row = W.HBox(buttons, layout=W.Layout(flex_flow="row wrap"))
-        edit_label = "arguments (JSON) — change them, then click Edit:" if tool else (
-            "the message's text — change it, then click Edit:")  # fmt: skip
+        edit_label = (
+            "arguments (JSON) — change them, then click Edit:"
+            if tool
+            else ("the message's text — change it, then click Edit:")
+        )
         parts = [
             W.HTML(step_html(point)),
             row,
@@ -181,8 +195,9 @@ class StepPrompt(W.VBox):  # type: ignore[misc]
         if tool:
             parts += [W.HTML(f'<small style="{_MUTED}">result given by hand:</small>'), self.result]
         parts.append(self.status)
-        super().__init__(parts, layout=W.Layout(border="1px dashed #b7791f", padding="2px 6px",
-                                                margin="4px 0"))  # fmt: skip
+        super().__init__(
+            parts, layout=W.Layout(border="1px dashed #b7791f", padding="2px 6px", margin="4px 0")
+        )
         self.on_close: Callable[[], object] | None = None
         """Called once the point is decided (the tool row then leaves its "paused" state)."""
         point.stepper.watchers.append(self._watch)
@@ -237,8 +252,17 @@ class StepPrompt(W.VBox):  # type: ignore[misc]
     def _collapse(self) -> None:
         with contextlib.suppress(ValueError):
             self.point.stepper.watchers.remove(self._watch)
-        for widget in (self.next_button, self.edit_button, self.give_button, self.end_button,
-                       self.stop_button, self.reason, self.editor, self.result, self.message):  # fmt: skip
+        for widget in (
+            self.next_button,
+            self.edit_button,
+            self.give_button,
+            self.end_button,
+            self.stop_button,
+            self.reason,
+            self.editor,
+            self.result,
+            self.message,
+        ):
             widget.disabled = True
         self.status.value = decided_label(self.point)
         self.children = (self.status,)

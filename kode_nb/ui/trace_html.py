@@ -92,8 +92,15 @@ def _events_html(span: Span) -> str:
     for event in span.events:
         attrs = event.get("attributes") or {}
         name = str(event.get("name", ""))
-        if name in ("approval_requested", "approval_resolved", "failed", "cancelled", "timed_out",
-                    "step_edit", "step_given"):  # fmt: skip
+        if name in (
+            "approval_requested",
+            "approval_resolved",
+            "failed",
+            "cancelled",
+            "timed_out",
+            "step_edit",
+            "step_given",
+        ):
             extra = ", ".join(f"{k}={v}" for k, v in attrs.items() if v not in (None, "", False))
             shown.append(f"<code>{esc(name)}</code> {esc(extra)}")
     if not shown:
@@ -105,9 +112,11 @@ def _body(span: Span, open_levels: int) -> str:
     a = span.attributes
     parts: list[str] = []
     if span.kind == "run":
-        parts.append(f'<div style="{_MUTED};font-size:12px">model <code>{esc(a.get("model", ""))}</code>'
-                     f' · tools {esc(", ".join(a.get("tools") or []) or "none")}'
-                     f' · depth {esc(a.get("depth", 0))}</div>')  # fmt: skip
+        parts.append(
+            f'<div style="{_MUTED};font-size:12px">model <code>{esc(a.get("model", ""))}</code>'
+            f" · tools {esc(', '.join(a.get('tools') or []) or 'none')}"
+            f" · depth {esc(a.get('depth', 0))}</div>"
+        )
         parts.append(_pre("prompt", a.get("prompt")))
     elif span.kind == "model_call":
         response = a.get("response") or {}
