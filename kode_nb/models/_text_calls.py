@@ -15,6 +15,15 @@ several one after the other. :func:`parse_text_calls` reads every form met on re
 Text is read as calls only when it is *nothing but* calls, each to a tool in ``names`` (when
 given) with an object for arguments: an answer that mentions a tool, quotes a call inside a
 sentence or calls a tool that was not offered stays text.
+
+Two malformed forms small models write are mended (:func:`read_text_calls` says which):
+
+- the last call missing only its closing braces or brackets at the very end of the text (strings
+  respected; nothing else may be missing): they are added;
+- an answer cut at the length limit (``cut``) after one or more complete calls: the truncated
+  fragment after them is dropped (never repaired: its arguments may be cut short).
+
+The same call written several times (same tool, same arguments) is one call.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TextCall", "parse_text_calls"]
+__all__ = ["TextCall", "TextCalls", "parse_text_calls", "read_text_calls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +53,42 @@ _PYTHON_TAG = "<|python_tag|>"
 _MISTRAL = "[TOOL_CALLS]"
 _MISTRAL_ARGS = re.compile(r"\s*([A-Za-z_][\w.-]*)\[ARGS\]")
 _SEPARATORS = " \t\r\n,;"
+_TAIL_OPENER = re.compile(r"`{1,3}[\w-]*|</?[A-Za-z_]*")
+"""What an answer cut at the length limit may end with after its calls besides a JSON fragment:
+the start of a fence or of a tag."""
+_CLOSERS = {"{": "}", "[": "]"}
 _decoder = json.JSONDecoder()
 
 
-def parse_text_calls(text: str, names: Collection[str] | None = None) -> list[TextCall] | None:
+@dataclass(frozen=True, slots=True)
+class TextCalls:
+    """The calls read from text, and what was mended to read them."""
+
+    calls: list[TextCall]
+    """Each distinct call, in the order first written."""
+    repaired: bool = False
+    """The last call's missing closing braces or brackets were added."""
+    truncated: bool = False
+    """A fragment cut at the length limit after the complete calls was dropped."""
+    repeats: int = 0
+    """How many identical repeats of a call were dropped."""
+
+
+def parse_text_calls(
+    text: str, names: Collection[str] | None = None, *, cut: bool = False
+) -> list[TextCall] | None:
     """The calls ``text`` consists of, or ``None`` when it is not nothing but calls (to tools in
-    ``names``, when given)."""
+    ``names``, when given); see :func:`read_text_calls`."""
+    found = read_text_calls(text, names, cut=cut)
+    return None if found is None else found.calls
+
+
+def read_text_calls(
+    text: str, names: Collection[str] | None = None, *, cut: bool = False
+) -> TextCalls | None:
+    """The calls ``text`` consists of, or ``None`` when it is not nothing but calls (to tools in
+    ``names``, when given). ``cut``: the answer ended at the length limit, so a fragment after
+    complete calls is dropped instead of its closing brackets being added."""
     body = text.strip()
     if not body:
         return None
@@ -63,7 +102,10 @@ def parse_text_calls(text: str, names: Collection[str] | None = None) -> list[Te
         if calls is not None:
             return _checked(calls, names)
     body = _FENCE_LINE.sub(" ", _TAG.sub(" ", body))
-    values = _json_values(body)
+    read = _json_values(body, cut=cut)
+    if read is None:
+        return None
+    values, mended = read
     if not values:
         return None
     calls = []
@@ -76,31 +118,90 @@ def parse_text_calls(text: str, names: Collection[str] | None = None) -> list[Te
             if call is None:
                 return None
             calls.append(call)
-    return _checked(calls, names)
+    return _checked(calls, names, mended)
 
 
-def _checked(calls: list[TextCall], names: Collection[str] | None) -> list[TextCall] | None:
+def _checked(
+    calls: list[TextCall], names: Collection[str] | None, mended: str = ""
+) -> TextCalls | None:
     if not calls or (names is not None and any(c.name not in names for c in calls)):
         return None
-    return calls
+    first: dict[tuple[str, str], TextCall] = {}
+    for call in calls:
+        first.setdefault((call.name, json.dumps(json.loads(call.arguments), sort_keys=True)), call)
+    distinct = list(first.values())
+    return TextCalls(
+        calls=distinct,
+        repaired=mended == "repaired",
+        truncated=mended == "truncated",
+        repeats=len(calls) - len(distinct),
+    )
 
 
-def _json_values(body: str) -> list[Any] | None:
-    """``body`` as one or more JSON values separated only by whitespace, commas or semicolons."""
+def _json_values(body: str, *, cut: bool = False) -> tuple[list[Any], str] | None:
+    """``body`` as one or more JSON values separated only by whitespace, commas or semicolons,
+    and how its end was mended: ``""`` (it was not), ``"repaired"`` (the last value's missing
+    closing brackets added) or ``"truncated"`` (``cut``: a fragment after the values dropped)."""
     values: list[Any] = []
     i, n = 0, len(body)
     while True:
         while i < n and body[i] in _SEPARATORS:
             i += 1
         if i >= n:
-            return values
+            return values, ""
+        tail = body[i:].rstrip()
         if body[i] not in "{[":
+            if cut and values and _TAIL_OPENER.fullmatch(tail):
+                return values, "truncated"
             return None
         try:
             value, i = _decoder.raw_decode(body, i)
         except ValueError:
-            return None
+            opened = _open_brackets(tail)
+            if opened is None:
+                return None
+            if cut:
+                return (values, "truncated") if values else None
+            closers, in_string = opened
+            if in_string:
+                return None
+            try:
+                value, end = _decoder.raw_decode(tail + closers)
+            except ValueError:
+                return None
+            if end != len(tail) + len(closers):
+                return None
+            values.append(value)
+            return values, "repaired"
         values.append(value)
+
+
+def _open_brackets(tail: str) -> tuple[str, bool] | None:
+    """For ``tail``, one JSON value cut before its end: the closing brackets it lacks (innermost
+    first) and whether it was cut inside a string; ``None`` when it is no such value (a closer
+    that does not match, or the value closed before the end)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for index, char in enumerate(tail):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in _CLOSERS:
+            stack.append(_CLOSERS[char])
+        elif char in "}]":
+            if not stack or stack.pop() != char:
+                return None
+            if not stack and index < len(tail) - 1:
+                return None
+    if not stack:
+        return None
+    return "".join(reversed(stack)), in_string
 
 
 def _call(item: Any) -> TextCall | None:

@@ -63,7 +63,7 @@ from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
 from kode_nb.models._profiles import ServerProfile, detect_profile, get_profile
 from kode_nb.models._servers import identify, known_server
-from kode_nb.models._text_calls import parse_text_calls
+from kode_nb.models._text_calls import read_text_calls
 from kode_nb.models.base import (
     TOOL_CHOICES,
     AssistantMessage,
@@ -399,7 +399,8 @@ class OpenAIChatModel(HttpModel):
         for part in state.pending_calls():
             yield part
         if request.tools and not state.calls:
-            for event in self._text_answer(request, "".join(state.text)):
+            cut = state.finish_reason == "length"
+            for event in self._text_answer(request, "".join(state.text), cut=cut):
                 state.recovered = state.recovered or isinstance(event, TextCallsRecovered)
                 yield event
             self.calls_as_text = self.calls_as_text or state.recovered
@@ -408,9 +409,12 @@ class OpenAIChatModel(HttpModel):
         yield state.usage  # None counts when the server sent none: shown as unknown, never 0
         yield Finish(stop_reason=state.stop_reason())
 
-    def _text_answer(self, request: ModelRequest, text: str) -> list[ModelEvent]:
+    def _text_answer(
+        self, request: ModelRequest, text: str, *, cut: bool = False
+    ) -> list[ModelEvent]:
         """For an answer without tool calls to a request offering tools: the calls written as
-        its text (taken back, then yielded as calls), or a notice when it is empty."""
+        its text (taken back, then yielded as calls), or a notice when it is empty. ``cut``: the
+        answer ended at the length limit."""
         if not text.strip():
             return [
                 Notice(
@@ -420,17 +424,27 @@ class OpenAIChatModel(HttpModel):
             ]
         if not self.text_calls:
             return []
-        calls = parse_text_calls(text, {spec.name for spec in request.tools})
-        if calls is None:
+        found = read_text_calls(text, {spec.name for spec in request.tools}, cut=cut)
+        if found is None:
             return []
         out: list[ModelEvent] = [TextCallsRecovered(text=text)]
         out.extend(
             ToolCallPart(id=f"text_call_{i}", name=c.name, arguments=c.arguments)
-            for i, c in enumerate(calls, 1)
+            for i, c in enumerate(found.calls, 1)
         )
+        mended = [
+            *(["the last call's missing closing brackets added"] if found.repaired else []),
+            *(
+                ["the answer was cut at the length limit: its incomplete last call dropped"]
+                if found.truncated
+                else []
+            ),
+            *([f"{found.repeats} identical repeat(s) dropped"] if found.repeats else []),
+        ]
         out.append(
             Notice(
-                text=f"{len(calls)} tool call(s) recovered from the answer text "
+                text=f"{len(found.calls)} tool call(s) recovered from the answer text "
+                f"{'(' + '; '.join(mended) + ') ' if mended else ''}"
                 "(the server returned none; OpenAIChatModel(text_calls=False) "
                 "turns this off)"
             )

@@ -103,6 +103,38 @@ async def test_several_fenced_calls_become_several_calls() -> None:
     assert len({c.id for c in response.tool_calls}) == 2
 
 
+async def test_an_answer_cut_at_the_length_limit_keeps_its_distinct_complete_calls() -> None:
+    call = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}\n'
+    server = MockServer(text_stream(*[call] * 6, '{"name": "add", "argu', finish="length"))
+    async with server.client() as client:
+        response = await collect(model(client, profile="llama-server").stream(request()))
+    assert response.text == ""
+    assert response.stop_reason == "tool_calls"
+    [recovered] = response.tool_calls
+    assert json.loads(recovered.arguments) == {"a": 48213, "b": 91877}
+    [notice] = [n for n in response.notices if "recovered from the answer text" in n]
+    assert "cut at the length limit: its incomplete last call dropped" in notice
+    assert "5 identical repeat(s) dropped" in notice
+
+
+async def test_a_call_missing_its_last_brace_is_repaired_and_said_so() -> None:
+    server = MockServer(text_stream('{"name": "add", "arguments": {"a": 48213, "b": 91877}'))
+    async with server.client() as client:
+        response = await collect(model(client, profile="llama-server").stream(request()))
+    [recovered] = response.tool_calls
+    assert json.loads(recovered.arguments) == {"a": 48213, "b": 91877}
+    assert any("missing closing brackets added" in n for n in response.notices)
+
+
+async def test_a_fragment_cut_at_the_length_limit_stays_text() -> None:
+    answer = '{"name": "add", "arguments": {"a": 48213'
+    server = MockServer(text_stream(answer, finish="length"))
+    async with server.client() as client:
+        response = await collect(model(client, profile="llama-server").stream(request()))
+    assert response.text == answer
+    assert response.tool_calls == ()
+
+
 async def test_text_that_mentions_a_tool_stays_text() -> None:
     answer = 'I could use add: {"name": "add", "arguments": {"a": 1, "b": 2}} gives 3.'
     server = MockServer(text_stream(answer))

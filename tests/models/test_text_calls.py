@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kode_nb.models._text_calls import TextCall, parse_text_calls
+from kode_nb.models._text_calls import TextCall, parse_text_calls, read_text_calls
 
 TOOLS = {"add", "get_weather"}
 
@@ -77,7 +77,6 @@ def test_calls_written_as_text_are_read(
         '{"name": "add", "arguments": "not json"}',
         '{"name": "add", "arguments": {"a": 1}, "comment": "extra"}',
         '{"answer": 3}',
-        '{"name": "add", "arguments": {"a": 1',
         "[]",
         "functions.get_weather:",
         '[TOOL_CALLS] sure, {"name": "add"}',
@@ -90,3 +89,105 @@ def test_anything_else_stays_text(text: str) -> None:
 
 def test_without_names_any_tool_is_read() -> None:
     assert parse_text_calls('{"name": "rm", "arguments": {}}') == [TextCall("rm", "{}")]
+
+
+# Malformed forms small models write (Qwen2.5-Coder-0.5B on llama-server, calling a subagent).
+SUBAGENT = {"calculator", "get_weather"}
+CALC = '{"name": "calculator", "arguments": {"task": "What is 48213 + 91877?"}}'
+CALC_CALL = ("calculator", {"task": "What is 48213 + 91877?"})
+
+
+def read(text: str, names: set[str] = SUBAGENT, *, cut: bool = False) -> list[object] | None:
+    found = parse_text_calls(text, names, cut=cut)
+    return None if found is None else [(c.name, json.loads(c.arguments)) for c in found]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CALC[:-1],  # the outer object left open
+        CALC[:-2],  # both left open
+        f"```json\n{CALC[:-1]}\n```",  # inside its fence
+        f"<tool_call>\n{CALC[:-1]}\n</tool_call>",
+        f"[{CALC}",  # a list left open
+        f"{CALC}\n{CALC[:-1]}",  # the last of a run
+    ],
+)
+def test_a_call_missing_only_its_closing_brackets_at_the_end_is_repaired(text: str) -> None:
+    found = read_text_calls(text, SUBAGENT)
+    assert found is not None
+    assert found.repaired
+    assert [(c.name, json.loads(c.arguments)) for c in found.calls] == [CALC_CALL]
+
+
+def test_a_repaired_call_is_still_checked_like_any_call() -> None:
+    assert read('{"name": "add", "arguments": {"a": 1', TOOLS) == [("add", {"a": 1})]
+    assert read('{"name": "rm", "arguments": {"path": "/"') is None  # not offered
+    assert read('{"name": "calculator", "arguments": [1, 2') is None  # not an object
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "calculator", "arguments": {"task": "What is 48213',  # cut inside a string
+        '{"name": "calculator", "arguments": {"task": "What is 48213 + 91877?",',  # a comma
+        '{"name": "calculator", "arguments": {"task": ',  # a key without its value
+        '{"name": "calculator", "arguments": {"task": "x"} and then I add them',  # words
+        '{"name": "calculator", "arguments": {"task": "x"]}',  # a closer that does not match
+        f"{CALC}}}",  # one too many
+        f"I will call {CALC[:-1]}",  # a mention
+        "{",
+    ],
+)
+def test_anything_more_than_missing_closers_stays_text(text: str) -> None:
+    assert read(text) is None
+
+
+def test_a_call_repeated_several_times_is_one_call() -> None:
+    found = read_text_calls(f"{CALC}\n{CALC}\n\n{CALC}", SUBAGENT)
+    assert found is not None
+    assert [(c.name, json.loads(c.arguments)) for c in found.calls] == [CALC_CALL]
+    assert found.repeats == 2
+    same = '{"name": "calculator", "arguments": {"task": "What is 48213 + 91877?"} }'
+    assert read(f"{CALC}\n{same}") == [CALC_CALL]  # the same call, spaced otherwise
+    other = '{"name": "calculator", "arguments": {"task": "What is 1 + 2?"}}'
+    assert read(f"{CALC}\n{other}\n{CALC}") == [
+        CALC_CALL,
+        ("calculator", {"task": "What is 1 + 2?"}),
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n".join([CALC] * 7) + '\n{"name": "calculator", "arguments": {"task": "What is 482',
+        "\n".join([CALC] * 3) + '\n{"name": "calcu',
+        "\n".join([CALC] * 3) + "\n{",
+        "\n\n".join([f"```json\n{CALC}\n```"] * 4) + "\n\n``",
+        "\n\n".join([f"```json\n{CALC}\n```"] * 4) + '\n\n```json\n{"name": "calculator", "ar',
+        "\n".join([f"<tool_call>\n{CALC}\n</tool_call>"] * 3) + "\n<tool_ca",
+    ],
+)
+def test_an_answer_cut_at_the_length_limit_keeps_its_complete_calls(text: str) -> None:
+    found = read_text_calls(text, SUBAGENT, cut=True)
+    assert found is not None
+    assert found.truncated
+    assert not found.repaired
+    assert [(c.name, json.loads(c.arguments)) for c in found.calls] == [CALC_CALL]
+    assert found.repeats >= 2
+    assert read(text) is None  # not cut at the limit: a fragment is not a call
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "calculator", "arguments": {"task": "What is 48213 + 91877?"',  # no whole call
+        CALC[:-1],  # never repaired when cut: its arguments may be cut short
+        f"{CALC}\nThe sum is",  # words after the calls
+        f'{CALC}\n{{"name": "calculator"]',  # not the start of a JSON value
+        f'{CALC}\n{{"name": "rm", "arguments": {{}}}}\n{{"name',  # a tool not offered
+        "In the vast blue sea,\n",  # recorded: a poem cut at the limit
+    ],
+)
+def test_a_cut_answer_without_complete_calls_or_with_words_stays_text(text: str) -> None:
+    assert read(text, cut=True) is None
