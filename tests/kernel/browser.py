@@ -148,8 +148,9 @@ def jupyter_server(module: str, root: Path, *args: str) -> Iterator[tuple[str, P
         server.send_signal(signal.SIGTERM)
         try:
             server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:  # a slow shutdown (kernels still stopping): kill it
             server.kill()
+            server.wait(timeout=15)  # reaped, so no "subprocess still running" ResourceWarning
         log.close()
 
 

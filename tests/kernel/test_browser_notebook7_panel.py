@@ -54,24 +54,24 @@ def test_the_tools_panel_in_notebook_7(notebook7: tuple[str, Path]) -> None:
         page.locator(".lm-MenuBar-itemLabel", has_text="View").click()
         page.locator(".lm-Menu-itemLabel", has_text="Left Sidebar").first.click()
         item = page.locator(".lm-Menu-itemLabel", has_text="kode_nb tools")
-        item.first.wait_for(timeout=5_000)
+        item.first.wait_for(timeout=30_000)
         item.first.click()
-        panel.wait_for(state="visible", timeout=5_000)
+        panel.wait_for(state="visible", timeout=30_000)
         assert page.evaluate("() => window.jupyterapp.shell.leftCollapsed") is False
         panel.get_by_text("kode_nb is not loaded in this kernel").wait_for(timeout=20_000)
 
         # closed again, then opened by the command
         page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
-        panel.wait_for(state="hidden", timeout=5_000)
+        panel.wait_for(state="hidden", timeout=30_000)
         page.evaluate("() => window.jupyterapp.commands.execute('kode-nb:show-tools')")
-        panel.wait_for(state="visible", timeout=5_000)
+        panel.wait_for(state="visible", timeout=30_000)
 
         run_cell(page, 0)
         panel.get_by_text("No tools yet").wait_for(timeout=20_000)
         run_cell(page, 1)
         wait_output(page, 1, "add")
         row = panel.locator('.kode-nb-panel-row[data-tool="add"]')
-        row.wait_for(timeout=5_000)
+        row.wait_for(timeout=30_000)
         assert "calls=0" in row.inner_text()
         run_cell(page, 2)
         wait_output(page, 2, "5")
@@ -80,7 +80,7 @@ def test_the_tools_panel_in_notebook_7(notebook7: tuple[str, Path]) -> None:
               const row = document.querySelector('.kode-nb-panel-row[data-tool="add"]');
               return row && row.textContent.includes('calls=1');
             }""",
-            timeout=5_000,
+            timeout=30_000,
         )
         page.screenshot(path=str(ARTIFACTS / "notebook7_panel.png"), full_page=True)
 
