@@ -35,5 +35,8 @@ async def _serve_http(server: MCPServer, port: int, json_response: bool = False)
     sock.bind(("127.0.0.1", port))
     app = server.streamable_http_app(json_response=json_response)
     config = uvicorn.Config(app, log_level="error", lifespan="on")
+    # listening before the port is announced: a client that connects at once waits in the
+    # backlog until uvicorn accepts, instead of being refused while the app starts up
+    sock.listen(128)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
