@@ -148,14 +148,14 @@ async def test_bad_requests_get_a_specific_refusal(
     assert "no span 'nope' to fork at" in refused({"op": "fork", "trace": trace, "span_id": "nope"})
     root = trace["root"]["span_id"]
     assert "'main' is a run span" in refused({"op": "fork", "trace": trace, "span_id": root})
-    newer = {**trace, "schema": "kode_nb.trace/v3", "trace_id": "cd" * 16}
+    newer = {**trace, "schema": "kode_nb.trace/v9", "trace_id": "cd" * 16}
     assert "a newer kode_nb wrote it" in refused({"op": "fork", "trace": newer, "span_id": root})
 
     # a newer schema still expands, from the fields this version knows, but is not remembered
     reply = ask(comm, {"op": "expand", "trace": newer})
     assert reply["ok"] is True, reply
     notes = reply["result"]["notes"]
-    assert notes[0].startswith("the trace is kode_nb.trace/v3, newer than this kode_nb reads")
+    assert notes[0].startswith("the trace is kode_nb.trace/v9, newer than this kode_nb reads")
     assert notes[-1].startswith("kode_nb.known_trace('cdcdcdcd') will not find it:")
     assert reply["result"]["cells"][-1]["metadata"]["kode_nb"]["role"] == "replay"
     # the channel is still usable after bad input

@@ -18,6 +18,7 @@ from kode_nb.agents._run import RunState, message_dict
 from kode_nb.errors import KodeUsageError
 from kode_nb.models._cost import Price, catalog_price, cost_of, estimate_tokens, own_price
 from kode_nb.models.base import (
+    Message,
     Model,
     ModelEvent,
     ModelRequest,
@@ -62,6 +63,15 @@ async def model_turn(
         tools=[s.name for s in st.specs],
     )
     st.sent = len(st.messages)
+    try:
+        return await _call(st, n, span, new, settings)
+    finally:  # the trace keeps what this call added to the previous one (kode_nb.traces)
+        st.requests.store(span)
+
+
+async def _call(
+    st: RunState, n: int, span: Span, new: list[Message], settings: ModelSettings
+) -> ModelResponse | None:
     request = ModelRequest(
         system=st.system, messages=tuple(st.messages), tools=st.specs, settings=settings
     )

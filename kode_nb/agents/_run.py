@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kode_nb.agents._events import EventSink
 from kode_nb.agents._result import RunStatus, RunUsage
 from kode_nb.execution._executor import Executor
+from kode_nb.models._content import content_text
 from kode_nb.models.base import (
     AssistantMessage,
     Message,
@@ -26,14 +27,16 @@ from kode_nb.models.base import (
     UserMessage,
 )
 from kode_nb.tools._model import Tool
+from kode_nb.traces._requests import RequestChain
+from kode_nb.traces._results import bounded_result
 from kode_nb.traces._trace import Span, Trace
-from kode_nb.types import ToolResult
+from kode_nb.types import ContentBlock, ImageBlock, TextBlock, ToolResult
 
 if TYPE_CHECKING:
     from kode_nb.agents._loop import Agent
     from kode_nb.stepping._step import Stepper
 
-__all__ = ["CURRENT_RUN", "RunState", "message_dict", "result_dict"]
+__all__ = ["CURRENT_RUN", "RunState", "TextStart", "message_dict", "result_dict", "whole_length"]
 
 
 CURRENT_RUN: ContextVar[RunState | None] = ContextVar("kode_nb.agents.current_run", default=None)
@@ -84,6 +87,8 @@ class RunState:
     """Tool-call ids used so far in this run."""
     sent: int = 0
     """How many messages earlier model calls already recorded in the trace."""
+    requests: RequestChain = field(default_factory=RequestChain)
+    """Stores each model call's request as what it added to the previous call's."""
     t0: float = field(default_factory=time.perf_counter)
 
     @property
@@ -183,8 +188,28 @@ def _jsonable(value: Any) -> Any:
     return text if len(text) <= 2000 else text[:1997] + "..."
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextStart(TextBlock):
+    """The start of a longer text of ``chars`` characters: a recorded tool result a trace kept
+    only the start of (:mod:`kode_nb.traces._results`), given back by a replay or a fork. The
+    loop cuts it for the model as it cut the whole text (``max_result_chars``), so the model
+    gets the same text it got when the run was recorded."""
+
+    chars: int
+    """The whole text's length."""
+
+
+def whole_length(content: Sequence[ContentBlock], text: str | None = None) -> int:
+    """The length of the text of ``content`` (images left out; ``text``: that text, when the
+    caller has it) were every :class:`TextStart` whole."""
+    texts = [b for b in content if not isinstance(b, ImageBlock)]
+    extra = sum(max(0, b.chars - len(b.text)) for b in texts if isinstance(b, TextStart))
+    return len(content_text(texts) if text is None else text) + extra
+
+
 def result_dict(result: ToolResult) -> dict[str, Any]:
-    """A tool result in the trace's JSON form (``text`` is what the model saw)."""
+    """A tool result in the trace's JSON form, bounded (``text``: its first characters, with
+    ``text_chars`` when cut; see :mod:`kode_nb.traces._results`)."""
     data: dict[str, Any] = {
         "status": result.status,
         "is_error": result.is_error,
@@ -194,4 +219,5 @@ def result_dict(result: ToolResult) -> dict[str, Any]:
     }
     if result.details is not None:
         data["details"] = _jsonable(result.details)
-    return data
+    starts = any(isinstance(b, TextStart) for b in result.content)
+    return bounded_result(data, chars=whole_length(result.content) if starts else None)

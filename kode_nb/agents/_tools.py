@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 
 from kode_nb.agents._events import ToolCallFinished, ToolCallsRequested
-from kode_nb.agents._run import RunState, result_dict
+from kode_nb.agents._run import RunState, result_dict, whole_length
 from kode_nb.errors import ToolNotFoundError
 from kode_nb.events._events import CallFailed, CallRequested
 from kode_nb.execution._executor import ToolCall
@@ -29,7 +29,7 @@ from kode_nb.stepping._step_loop import given_result, pause_tool_call
 from kode_nb.traces._trace import Span, parse_arguments
 from kode_nb.types import ContentBlock, ImageBlock, TextBlock, ToolResult, normalize_name
 
-__all__ = ["for_model", "run_tool_calls", "subtree", "unique_call_ids"]
+__all__ = ["cut_note", "for_model", "run_tool_calls", "subtree", "unique_call_ids"]
 
 
 def subtree(span: Span) -> None:
@@ -104,6 +104,14 @@ def _not_allowed(st: RunState, call: ToolCallRequest) -> ToolResult:
     return result
 
 
+def cut_note(length: int, limit: int) -> str:
+    """What follows a tool result's text cut to ``limit`` of its ``length`` characters."""
+    return (
+        f"\n[Output cut: the tool returned {length:,} characters; these are the first "
+        f"{limit:,}. Ask for less (a smaller range, a filter, a summary) to see the rest.]"
+    )
+
+
 def for_model(result: ToolResult, limit: int | None) -> tuple[ContentBlock, ...]:
     """The content the model is sent: the result's own, or, when its text (JSON included) is
     longer than ``limit``, the start of that text with a note the model can act on; images are
@@ -113,12 +121,10 @@ def for_model(result: ToolResult, limit: int | None) -> tuple[ContentBlock, ...]
         return content
     texts = [b for b in content if not isinstance(b, ImageBlock)]
     text = content_text(texts)
-    if len(text) <= limit:
+    length = whole_length(content, text)  # a recorded result's start counts as whole
+    if length <= limit:
         return content
-    note = (
-        f"\n[Output cut: the tool returned {len(text):,} characters; these are the first "
-        f"{limit:,}. Ask for less (a smaller range, a filter, a summary) to see the rest.]"
-    )
+    note = cut_note(length, limit)
     images = tuple(b for b in content if isinstance(b, ImageBlock))
     return (TextBlock(text=text[:limit] + note), *images)
 
@@ -179,10 +185,9 @@ async def run_tool_calls(
             )
             span.set(result=result_dict(result))
             if sent is not result.content:  # cut: record exactly what the model got back
-                full = content_text([b for b in result.content if not isinstance(b, ImageBlock)])
                 span.set(
                     model_text=content_text([b for b in sent if isinstance(b, TextBlock)]),
-                    cut_chars=len(full) - (st.agent.max_result_chars or 0),
+                    cut_chars=whole_length(result.content) - (st.agent.max_result_chars or 0),
                 )
             subtree(span)
             span.finish(result.status, result.text if result.is_error else None)

@@ -46,6 +46,7 @@ from kode_nb.agents._loop import Agent
 from kode_nb.agents._result import AgentRunResult
 from kode_nb.agents._toolset import resolve_model
 from kode_nb.debug._fork_point import Edit, ForkPoint, fork_edit, fork_point, turn_spans
+from kode_nb.debug._recorded import recorded_content
 from kode_nb.debug._replay import CallIds, _model_calls, load_trace, recorded_agent
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
@@ -113,7 +114,9 @@ class _ForkExecutor(Executor):
         return await super().call(name, arguments, call_id=call_id, **options)
 
 
-def _recorded(span: Span, text: str | None = None, is_error: bool = False) -> ToolResult:
+def _recorded(
+    span: Span, text: str | None = None, is_error: bool = False, *, run: Span
+) -> ToolResult:
     a = span.attributes
     if text is not None:
         return ToolResult(
@@ -127,7 +130,7 @@ def _recorded(span: Span, text: str | None = None, is_error: bool = False) -> To
     found = a.get("result")
     r: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     return ToolResult(
-        content=(TextBlock(text=str(r.get("text", ""))),),
+        content=recorded_content(run, span),  # a long result: what the model got
         is_error=bool(r.get("is_error")),
         status=r.get("status", "ok"),
         error_type=r.get("error_type"),
@@ -222,9 +225,11 @@ async def fork(
                 continue
             call_id = str(span.attributes.get("call_id", ""))
             if call_id != point.call_id:
-                answers[ids.forward(call_id)] = _recorded(span)
+                answers[ids.forward(call_id)] = _recorded(span, run=run)
             elif change.result is not None:
-                answers[ids.forward(call_id)] = _recorded(span, change.result, change.is_error)
+                answers[ids.forward(call_id)] = _recorded(
+                    span, change.result, change.is_error, run=run
+                )
     forked = _ForkModel(replay, live, replayed)
     run_executor = _ForkExecutor(executor if executor is not None else Executor(), answers)
     try:

@@ -30,6 +30,7 @@ from kode_nb._redact import redact
 from kode_nb.agents._loop import Agent
 from kode_nb.agents._output import output_instructions
 from kode_nb.agents._result import AgentRunResult
+from kode_nb.debug._recorded import recorded_content
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
 from kode_nb.models._replay import ReplayModel
@@ -252,26 +253,27 @@ class _AnyArguments:
 
 def _recorded_tools(run: Span, offered: list[str], specs: list[Any], ids: CallIds) -> ToolRegistry:
     """Stand-in tools answering each call id with its recorded result."""
-    results: dict[str, Mapping[str, Any]] = {}
+    results: dict[str, tuple[Mapping[str, Any], Span]] = {}
     for span in _tool_spans(run):
         result = span.attributes.get("result")
         if isinstance(result, Mapping):
-            results[ids.forward(str(span.attributes.get("call_id", "")))] = result
+            results[ids.forward(str(span.attributes.get("call_id", "")))] = (result, span)
     by_name = {str(s.get("name")): s for s in specs if isinstance(s, Mapping)}
     registry = ToolRegistry(name="replay")
     for name in offered:
         spec = by_name.get(name, {})
 
         async def answer(args: dict[str, Any], ctx: Any, _name: str = name) -> ToolResult:
-            recorded = results.get(ctx.call_id)
-            if recorded is None:
+            found = results.get(ctx.call_id)
+            if found is None:
                 return ToolResult.error(
                     f"replay: no recorded result for call {ctx.call_id} of '{_name}'",
                     status="error",
                     error_type="ReplayMissingResult",
                 )
+            recorded, span = found
             return ToolResult(
-                content=(TextBlock(text=str(recorded.get("text", ""))),),
+                content=recorded_content(run, span),  # a long result: what the model got
                 is_error=bool(recorded.get("is_error")),
                 status=recorded.get("status", "ok"),
                 error_type=recorded.get("error_type"),

@@ -8,7 +8,7 @@ shaped exactly like a kode_nb run's::
 
     run <agent>                     (framework, model, prompt, output, usage, cost)
     └── turn N                      one per model call, with the tool calls that follow it
-        ├── model_call "chat <model>"   messages, request as sent, response, usage, cost
+        ├── model_call "chat <model>"   messages, request (what it added), response, usage, cost
         └── tool_call "execute_tool <tool>"  arguments, result
             └── run <agent>         an agent used as a tool: its run nests here
 
@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from kode_nb.models._cost import cost_of, estimate_tokens, price_for, rollup
 from kode_nb.traces import Span, Trace
+from kode_nb.traces._requests import RequestChain
+from kode_nb.traces._results import bounded_result
 from kode_nb.traces._trace import new_span_id, new_trace_id
 
 __all__ = ["Node", "build_traces", "message", "neutral_request"]
@@ -109,6 +111,8 @@ def _model_span(node: Node, turn: int) -> Span:
 
 def _tool_span(node: Node, kids: dict[str | None, list[Node]], depth: int) -> Span:
     a = node.attributes
+    if isinstance(a.get("result"), Mapping):
+        a["result"] = bounded_result(a["result"])  # a preview and the size, as a run's
     span = _span(node, "tool_call", f"execute_tool {a.get('tool', node.name)}")
     if span.status == "running" and node.end is not None:
         span.status = "ok"
@@ -136,6 +140,7 @@ def _run_span(node: Node, kids: dict[str | None, list[Node]], depth: int = 0) ->
     turn: Span | None = None
     turns = 0
     seen: list[Any] | None = None
+    chain = RequestChain()  # each model call keeps what it added to the previous one
     for child in _lifted(node, kids):
         if child.kind == "model_call":
             seen = _only_new(child.attributes, seen)
@@ -145,6 +150,7 @@ def _run_span(node: Node, kids: dict[str | None, list[Node]], depth: int = 0) ->
             turn.started_at = child.start
         if child.kind == "model_call":
             turn.children.append(_model_span(child, turns))
+            chain.store(turn.children[-1])
         elif child.kind == "tool_call":
             turn.children.append(_tool_span(child, kids, depth))
         elif child.kind == "run":

@@ -13,9 +13,9 @@ Every :meth:`Agent.run <kode_nb.agents.Agent.run>` records a :class:`Trace`::
 Everything stored is passed through :func:`kode_nb._redact.redact` first, so a trace, its
 JSON and its OpenTelemetry export never hold a secret.
 
-JSON schema ``kode_nb.trace/v2`` (:meth:`Trace.to_dict`)::
+JSON schema ``kode_nb.trace/v3`` (:meth:`Trace.to_dict`)::
 
-    {"schema": "kode_nb.trace/v2", "trace_id": "<32 hex>", "root": SPAN}
+    {"schema": "kode_nb.trace/v3", "trace_id": "<32 hex>", "root": SPAN}
 
     SPAN = {
       "kind": "run" | "turn" | "model_call" | "tool_call",
@@ -52,13 +52,21 @@ previous model call — "new this turn"; the first call has the whole history), 
 (the whole history's length), ``tools`` (names offered), ``request`` (what the model was sent:
 ``{provider, path, model, body}``, the JSON body as it went on the wire — never headers or keys
 —, or for an offline model ``provider: "neutral"`` with ``body: {system, messages, tools,
-settings}``), ``request_tokens_estimate`` (its compact JSON length / 4, rounded up),
+settings}``; new in v3, stored as what it added to the previous model call of the same run:
+``extends: {span_id, same, keep}`` with the body's unchanged keys held as null and its lists
+holding only the items appended — :meth:`Trace.request` rebuilds it whole, exactly as sent, and
+:mod:`kode_nb.traces._requests` describes the form; a v1/v2 request is whole),
+``request_tokens_estimate`` (the whole request's compact JSON length / 4, rounded up),
 ``response`` (``text``, ``tool_calls``: ``[{id, name, arguments}]``), ``usage``, ``cost`` (US
 dollars, null when the price or a token count is unknown; see :mod:`kode_nb.models._cost`),
 ``stop_reason``, ``latency``. *tool_call*: ``tool``, ``call_id``, ``arguments`` (the parsed
 JSON, or the raw text when it is not JSON), ``result`` (``status``, ``is_error``, ``text`` —
-the tool's whole text —, ``error_type``, ``duration``, ``details``), and when the text was cut
-to ``max_result_chars``: ``model_text`` (exactly what the model got back) and ``cut_chars``; a
+the tool's text, its first 65,536 characters: new in v3, a longer text is cut there and
+``text_chars`` gives its whole length; the whole result stays in the call's ``ToolResult`` —,
+``error_type``, ``duration``, ``details``: JSON longer than that is kept as the start of its
+text, with ``details_chars``; see :mod:`kode_nb.traces._results`), and when the text was cut
+to ``max_result_chars``: ``model_text`` (exactly what the model got back, whole) and
+``cut_chars`` (the characters of the tool's text the model did not get); a
 call that ran a subagent: ``subtree_usage``, ``subtree_requests``, ``subtree_cost`` (the model
 calls below it). Tool-call events are the executor's events for
 the call (``requested``, ``approval_requested``, ``approval_resolved``, ``started``,
@@ -86,13 +94,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from kode_nb._redact import redact
+from kode_nb.traces._requests import RequestChainError, rebuild_request
 
 __all__ = ["SCHEMA", "Span", "SpanKind", "Trace", "parse_arguments"]
 
-SCHEMA = "kode_nb.trace/v2"
+SCHEMA = "kode_nb.trace/v3"
 """The version tag of the JSON form (:meth:`Trace.to_dict`)."""
 
-READABLE_SCHEMAS = ("kode_nb.trace/v1", SCHEMA)
+READABLE_SCHEMAS = ("kode_nb.trace/v1", "kode_nb.trace/v2", SCHEMA)
 """The versions :meth:`Trace.from_dict` reads."""
 
 SpanKind: TypeAlias = Literal["run", "turn", "model_call", "tool_call"]
@@ -243,10 +252,11 @@ class Trace:
     trace_id: str = field(default_factory=new_trace_id)
     """32 hex digits, shared by every span (OpenTelemetry's trace id)."""
     schema: str = SCHEMA
-    """The version it was recorded with (``kode_nb.trace/v1`` for an older record)."""
+    """The version it was recorded with (``kode_nb.trace/v1`` or ``/v2`` for an older record)."""
+    _by_id: dict[str, Span] = field(default_factory=dict, init=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``kode_nb.trace/v2`` JSON form (an older record keeps its version tag)."""
+        """The ``kode_nb.trace/v3`` JSON form (an older record keeps its version tag)."""
         return {"schema": self.schema, "trace_id": self.trace_id, "root": self.root.to_dict()}
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -254,7 +264,7 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trace:
-        """Load a trace saved with :meth:`to_dict` (v1 or v2); another schema raises
+        """Load a trace saved with :meth:`to_dict` (v1, v2 or v3); another schema raises
         ``ValueError`` naming the versions read."""
         schema = data.get("schema")
         if schema not in READABLE_SCHEMAS:
@@ -271,6 +281,37 @@ class Trace:
     def spans(self) -> list[Span]:
         """All spans, depth first (nested subagent runs included)."""
         return list(self.root.walk())
+
+    def span(self, span_id: str) -> Span | None:
+        """The span with that id (``None``: not in this trace)."""
+        found = self._by_id.get(span_id)
+        if found is None:  # spans were added (a live run) or never indexed
+            self._by_id = {s.span_id: s for s in self.root.walk()}
+            found = self._by_id.get(span_id)
+        return found
+
+    def request(self, span: Span | str) -> dict[str, Any] | None:
+        """What model call ``span`` (a ``model_call`` span of this trace, or its id) sent, whole:
+        ``{provider, path, model, body}`` with the body exactly as it went on the wire (redacted),
+        rebuilt from the form each call stores (what it added to the previous call); a fresh
+        copy. ``None`` when the span recorded no request. Raises ``ValueError`` when the request
+        cannot be rebuilt (the call it extends is not in the trace) or the span is unknown."""
+        found = self.span(span) if isinstance(span, str) else span
+        if found is None:
+            raise ValueError(f"no span {span!r} in trace {self.trace_id}")
+        stored = found.attributes.get("request")
+        if not isinstance(stored, Mapping):
+            return None
+
+        def lookup(span_id: str) -> Mapping[str, Any] | None:
+            previous = self.span(span_id)
+            value = previous.attributes.get("request") if previous is not None else None
+            return value if isinstance(value, Mapping) else None
+
+        try:
+            return rebuild_request(stored, lookup)
+        except RequestChainError as exc:
+            raise ValueError(f"model call {found.span_id}: {exc}") from None
 
     def to_otel(self) -> list[dict[str, Any]]:
         """The spans in OpenTelemetry GenAI form (see the module docstring), parents first."""

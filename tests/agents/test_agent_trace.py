@@ -28,11 +28,11 @@ def echo(registry: ToolRegistry) -> ToolRegistry:
     return registry
 
 
-async def test_the_json_trace_follows_the_v2_schema(echo: ToolRegistry) -> None:
+async def test_the_json_trace_follows_the_v3_schema(echo: ToolRegistry) -> None:
     model = ScriptedModel([[call("echo", text="a"), call("echo", text="b")], "done"])
     result = await Agent(model=model, system_prompt="sys", tools=["echo"]).run("go")
     data = json.loads(result.trace.to_json())
-    assert data["schema"] == SCHEMA == "kode_nb.trace/v2"
+    assert data["schema"] == SCHEMA == "kode_nb.trace/v3"
     assert len(data["trace_id"]) == 32
     root = data["root"]
     keys = {"kind", "name", "span_id", "started_at", "ended_at", "duration", "status", "error",
@@ -62,6 +62,15 @@ async def test_the_json_trace_follows_the_v2_schema(echo: ToolRegistry) -> None:
     assert [m["role"] for m in second_chat] == ["assistant", "tool", "tool"]  # only what is new
     assert second_chat[1] == {"role": "tool", "call_id": "scripted-1-1", "name": "echo",
                               "content": "echo: a", "is_error": False}  # fmt: skip
+    # the request: what the second call added to the first's, rebuilt whole on demand
+    stored = turn2["children"][0]["attributes"]["request"]
+    assert stored["extends"] == {"span_id": chat["span_id"], "same": ["tools", "settings"],
+                                 "keep": {"messages": 1}}  # fmt: skip
+    assert stored["body"]["messages"] == second_chat
+    whole = result.trace.request(turn2["children"][0]["span_id"])
+    assert whole is not None
+    assert whole["body"]["messages"] == chat["attributes"]["messages"] + second_chat
+    assert whole["body"]["tools"] == chat["attributes"]["request"]["body"]["tools"]
     tool = turn1["children"][1]
     assert tool["name"] == "execute_tool echo"
     assert tool["status"] == "ok"

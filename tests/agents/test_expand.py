@@ -86,11 +86,12 @@ async def test_missing_tools_subagents_and_newer_formats_get_notes(add: ToolRegi
     data = (await nested_run()).trace.to_dict()
     helper_call = data["root"]["children"][0]["children"][1]
     helper_call["children"] = []  # the nested run is missing
-    data["schema"] = "kode_nb.trace/v3"
+    data["schema"] = "kode_nb.trace/v9"
     expansion = kode_nb.expand_trace(data, registered={"add"})
     assert expansion.notes == [
-        "the trace is kode_nb.trace/v3, newer than this kode_nb reads (kode_nb.trace/v1, "
-        "kode_nb.trace/v2): cells were made from the fields it knows; update kode_nb to replay it",
+        "the trace is kode_nb.trace/v9, newer than this kode_nb reads (kode_nb.trace/v1, "
+        "kode_nb.trace/v2, kode_nb.trace/v3): cells were made from the fields it knows; update "
+        "kode_nb to replay it",
         f"tool `helper` (call {helper_call['attributes']['call_id']}) is not registered in this "
         "kernel: its cell will get a not_found result; the replay cell uses the recorded results",
         f"subagent `helper` (call {helper_call['attributes']['call_id']}) has no recorded nested "

@@ -118,7 +118,11 @@ async def test_an_offline_model_records_the_neutral_request(registry: ToolRegist
     result = await Agent(model=model, tools=["add"], system_prompt="Sum.").run("1+2?")
     first, second = _model_calls(result)
     assert first["request"]["provider"] == "neutral"
-    body = second["request"]["body"]
+    whole = result.trace.request(result.trace.root.find(kind="model_call")[1])
+    assert whole is not None
+    assert whole["provider"] == "neutral"
+    body = whole["body"]
+    assert list(body) == ["system", "messages", "tools", "settings"]
     assert body["system"] == "Sum."
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool"]
     assert body["tools"][0]["name"] == "add"
