@@ -10,6 +10,7 @@ import {
   formatTokens
 } from './core/format';
 import { isObject } from './core/json';
+import { wholeRequest } from './core/request';
 import { FlatSpan, FlatTrace, SpanData } from './core/trace';
 import { kindLabel } from './rows';
 
@@ -137,11 +138,28 @@ function runSection(a: Record<string, unknown>, s: FlatSpan): HTMLElement[] {
   ].filter((x): x is HTMLElement => x !== null);
 }
 
-/** The request as sent (the wire JSON, or the neutral request of an offline model), folded. */
-export function requestSection(a: Record<string, unknown>): HTMLElement | null {
-  const request = a['request'];
-  if (!isObject(request)) {
+/**
+ * The request as sent (the wire JSON, or the neutral request of an offline model), folded: whole,
+ * rebuilt from the model calls of `flat` it extends (a v3 span stores what it added).
+ */
+export function requestSection(a: Record<string, unknown>, flat?: FlatTrace): HTMLElement | null {
+  const stored = a['request'];
+  if (!isObject(stored)) {
     return null;
+  }
+  let request = stored;
+  try {
+    if (isObject(stored['extends'])) {
+      if (!flat) {
+        throw new Error('it extends an earlier model call, and no trace was given');
+      }
+      request = wholeRequest(flat, stored);
+    }
+  } catch (e) {
+    return section(
+      'Request as sent',
+      h('div.kode-nb-muted', null, `cannot be shown whole: ${(e as Error).message}`)
+    );
   }
   const json = JSON.stringify(request['body'] ?? request, null, 2);
   const where =
@@ -167,7 +185,7 @@ export function requestSection(a: Record<string, unknown>): HTMLElement | null {
   );
 }
 
-function modelSection(a: Record<string, unknown>): HTMLElement[] {
+function modelSection(a: Record<string, unknown>, flat: FlatTrace): HTMLElement[] {
   const messages = Array.isArray(a['messages']) ? a['messages'] : [];
   const response = isObject(a['response']) ? a['response'] : {};
   const calls = Array.isArray(response['tool_calls']) ? response['tool_calls'] : [];
@@ -188,7 +206,7 @@ function modelSection(a: Record<string, unknown>): HTMLElement[] {
         : null,
       'cost' in a ? field('cost', formatCost(a['cost'])) : null
     ),
-    requestSection(a),
+    requestSection(a, flat),
     section(
       `New this turn: messages added since the previous model call (${messages.length})`,
       ...messages.map(message)
@@ -311,7 +329,7 @@ export function renderDetails(
   if (span.kind === 'run') {
     body = runSection(a, s);
   } else if (span.kind === 'model_call') {
-    body = modelSection(a);
+    body = modelSection(a, flat);
   } else if (span.kind === 'tool_call') {
     body = toolSection(span);
   } else {

@@ -94,11 +94,11 @@ test('a deep chain of 20,000 nested spans flattens without overflowing the stack
 
 test('schemas: another kind or major version is refused with a readable message', () => {
   assert.throws(
-    () => parseTrace({ schema: 'kode_nb.trace/v3', trace_id: 'x', root: {} }),
+    () => parseTrace({ schema: 'kode_nb.trace/v9', trace_id: 'x', root: {} }),
     (e: Error) =>
       e instanceof RecordError &&
-      /kode_nb\.trace\/v3 is not supported/.test(e.message) &&
-      /reads kode_nb\.trace\/v1, kode_nb\.trace\/v2/.test(e.message)
+      /kode_nb\.trace\/v9 is not supported/.test(e.message) &&
+      /reads kode_nb\.trace\/v1, kode_nb\.trace\/v2, kode_nb\.trace\/v3/.test(e.message)
   );
   assert.throws(
     () => checkSchema({ schema: 'kode_nb.run/v1' }, 'call'),

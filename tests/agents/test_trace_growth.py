@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -390,3 +391,17 @@ def test_bounded_result_keeps_small_results_and_cuts_details_too() -> None:
     assert out["details"] == json.dumps({"rows": list(range(50))})[:20]
     assert out["details_chars"] == len(json.dumps({"rows": list(range(50))}))
     assert bounded_result({"text": "abc"}, chars=9) == {"text": "abc", "text_chars": 9}
+
+
+def test_the_viewer_fixture_is_what_trace_request_rebuilds() -> None:
+    """labextension/test/fixtures/v3-requests.json (the TypeScript viewer's test input) holds a
+    v3 trace and, under ``wholes``, each request whole: the same as Python rebuilds."""
+    path = Path(__file__).parents[2] / "labextension" / "test" / "fixtures" / "v3-requests.json"
+    fixture = json.loads(path.read_text(encoding="utf-8"))
+    trace = Trace.from_dict(fixture["trace"])
+    assert trace.schema == SCHEMA
+    calls = _model_spans(trace)
+    assert sum("extends" in s.attributes["request"] for s in calls) == 4
+    assert {s.span_id for s in calls} == set(fixture["wholes"])
+    for span in calls:
+        assert _exact(trace.request(span)) == _exact(fixture["wholes"][span.span_id])

@@ -224,6 +224,13 @@ async def test_capture_records_the_run_as_a_kode_nb_trace(
     assert len(tools) == 2
     assert models[0].attributes["messages"] == [{"role": "user", "content": "write a note"}]
     assert models[0].attributes["request"]["body"]["tools"][0]["name"] == "write_note"
+    # later calls store what they added to the previous one; rebuilt, each is whole
+    assert models[2].attributes["request"]["extends"]["span_id"] == models[1].span_id
+    wholes = [trace.request(m) for m in models]
+    sent = [w["body"]["messages"] for w in wholes if w is not None]
+    assert [len(m) for m in sent] == [1, 3, 5]
+    assert sent[2][:3] == sent[1]
+    assert all(w is not None and w["body"]["tools"] == wholes[0]["body"]["tools"] for w in wholes)
     assert models[0].attributes["response"]["tool_calls"][0]["name"] == "write_note"
     assert isinstance(models[0].attributes["usage"]["input_tokens"], int)
     assert [t.status for t in tools] == ["invalid_arguments", "ok"]

@@ -1,13 +1,17 @@
 /**
- * The kode_nb.trace/v2 (or v1) record (docs/RECORDS.md) as a flat, indexable tree: spans in depth-first
+ * The kode_nb.trace/v3 (or v2, v1) record (docs/RECORDS.md) as a flat, indexable tree: spans in depth-first
  * order with parent links, subtree sizes, times, tokens and the critical path. No DOM here.
  */
 
 import { asText, isObject, num } from './json';
 
-export const TRACE_SCHEMA = 'kode_nb.trace/v2';
-/** The trace schema major versions this viewer reads (v2 adds replay fields to run spans). */
-export const TRACE_MAJORS: readonly number[] = [1, 2];
+export const TRACE_SCHEMA = 'kode_nb.trace/v3';
+/**
+ * The trace schema major versions this viewer reads (v2 adds replay fields to run spans; v3
+ * stores each model call's request as what it added, see core/request.ts, and long tool results
+ * as their start with `text_chars`).
+ */
+export const TRACE_MAJORS: readonly number[] = [1, 2, 3];
 
 export interface TraceEvent {
   name: string;
