@@ -41,7 +41,7 @@ def _exact(a: Any) -> str:
 
 def _v2(trace: Trace) -> dict[str, Any]:
     """The trace as kode_nb.trace/v2 stored it: every request whole."""
-    data = trace.to_dict()
+    data = json.loads(trace.to_json())  # a copy: to_dict shares the spans' attributes
     spans = {s.span_id: s for s in trace.spans()}
 
     def walk(node: dict[str, Any]) -> None:
