@@ -125,7 +125,7 @@ instrumentation. Each model call keeps the messages it was sent and what it answ
         "py",
         """\
 second = pa.trace.root.find("model_call")[1]
-print(json.dumps(second.attributes["request"]["body"]["messages"], indent=1))""",
+print(json.dumps(pa.trace.request(second)["body"]["messages"], indent=1))""",
     ),
     (
         "md",

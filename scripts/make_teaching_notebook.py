@@ -102,8 +102,9 @@ How did the north region do in 2024?""",
         """\
 Every model call in the trace keeps the request **as it went to the model**: the system prompt,
 every message so far, and the tools' schemas in the provider's format (`TestModel` gets the
-provider-neutral request; an OpenAI-compatible server gets its JSON body). The second call is the
-one that reads the tool's result:""",
+provider-neutral request; an OpenAI-compatible server gets its JSON body). The trace stores what
+each call added to the one before; `result.trace.request(span)` gives it whole. The second call
+is the one that reads the tool's result:""",
     ),
     (
         "py",
@@ -112,7 +113,7 @@ import json
 
 calls = result.trace.root.find(kind="model_call")
 second = calls[1].attributes
-print(json.dumps(second["request"]["body"]["messages"], indent=2))""",
+print(json.dumps(result.trace.request(calls[1])["body"]["messages"], indent=2))""",
     ),
     (
         "md",
