@@ -65,7 +65,7 @@ def assert_record(bundle: dict[str, Any], kind: str) -> dict[str, Any]:
     assert set(bundle) == {mime, "text/html", "text/plain"}
     assert WIDGET_MIME not in bundle
     data: dict[str, Any] = bundle[mime]
-    assert data["schema"] == ("kode_nb.trace/v2" if kind == "trace" else f"kode_nb.{kind}/v1")
+    assert data["schema"] == ("kode_nb.trace/v3" if kind == "trace" else f"kode_nb.{kind}/v1")
     assert json.loads(json.dumps(data)) == data  # plain JSON
     assert_sanitizer_safe(bundle["text/html"])
     return data

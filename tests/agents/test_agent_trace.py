@@ -1,4 +1,4 @@
-"""Traces: the kode_nb.trace/v2 JSON shape, the OpenTelemetry GenAI export, and that secrets
+"""Traces: the kode_nb.trace/v3 JSON shape, the OpenTelemetry GenAI export, and that secrets
 (environment values, keys, bearer tokens) never reach either."""
 
 from __future__ import annotations

@@ -95,6 +95,12 @@ def check_records(page: Any, errors: list[str]) -> None:
     assert "provider-neutral request" in text
     assert "cost\ncost unknown" in text  # the scripted model has no price: unknown, not $0
     assert "What is 40 + 2? Check it." in text
+    # the last model call stores what it added; the pane shows its request whole
+    viewer.locator(".kode-nb-span", has_text="chat scripted").last.click()
+    request = json.loads(details.locator("details.kode-nb-request pre").text_content() or "")
+    assert request["messages"][0] == {"role": "user", "content": "What is 40 + 2? Check it."}
+    assert [m["role"] for m in request["messages"]] == ["user"] + ["assistant", "tool"] * 3
+    assert "cannot be shown whole" not in details.inner_text()
 
     viewer.locator(".kode-nb-trace-search").fill("execute_tool divide")  # a name: one span
     page.wait_for_function(
@@ -161,7 +167,7 @@ def test_saved_records_render_in_jupyterlab_without_a_kernel(lab: tuple[str, Pat
         with page.expect_download() as download:
             viewer.get_by_role("button", name="JSON", exact=True).click()
         saved = json.loads(Path(download.value.path()).read_text())
-        assert saved["schema"] == "kode_nb.trace/v2"
+        assert saved["schema"] == "kode_nb.trace/v3"
         assert len(spans) == 18 - 6  # turn spans are folded away in OpenTelemetry
         page.screenshot(path=str(ARTIFACTS / "trace_viewer_lab.png"), full_page=True)
         # the documentation's picture of a run: its record with the trace viewer inside, the

@@ -41,7 +41,7 @@ async def test_each_row_is_its_own_run_with_its_own_trace(tmp_path: Path) -> Non
     tool_spans = [s for s in traces[1].spans() if s.kind == "tool_call"]
     assert tool_spans[0].attributes["arguments"] == {"x": 2}
     saved = json.loads(await anyio.Path(df["trace"][2]).read_text())
-    assert saved["trace"]["schema"] == "kode_nb.trace/v2"
+    assert saved["trace"]["schema"] == "kode_nb.trace/v3"
     assert h.progress.done == 3
     assert h.progress.failed == 0
 
