@@ -200,7 +200,7 @@ open, with a text tree for plain front ends:""",
     (
         "md",
         """\
-The same tree exports as JSON (`h.trace.to_json()`, schema `kode_nb.trace/v2`) and as
+The same tree exports as JSON (`h.trace.to_json()`, schema `kode_nb.trace/v3`) and as
 OpenTelemetry GenAI spans (`h.trace.to_otel()`, `to_otlp()` for a collector). Secrets are removed
 before anything is stored:""",
     ),
