@@ -6,6 +6,7 @@ while the call's ToolResult stays whole (and replay/fork still give the model wh
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -405,3 +406,23 @@ def test_the_viewer_fixture_is_what_trace_request_rebuilds() -> None:
     assert {s.span_id for s in calls} == set(fixture["wholes"])
     for span in calls:
         assert _exact(trace.request(span)) == _exact(fixture["wholes"][span.span_id])
+
+
+def test_a_subagent_run_keeps_its_own_chain_of_requests() -> None:
+    from tests.kernel.trace_records import sample_trace
+
+    trace = Trace.from_dict(sample_trace())  # main → add, divide, researcher (→ add)
+    runs = [s for s in trace.spans() if s.kind == "run"]
+    assert [r.name for r in runs] == ["main", "researcher"]
+    for run in runs:
+        own = [s for t in run.children for s in t.children if s.kind == "model_call"]
+        assert "extends" not in own[0].attributes["request"]
+        for before, span in itertools.pairwise(own):  # each extends the call before it
+            assert span.attributes["request"]["extends"]["span_id"] == before.span_id
+        for span in own:
+            whole = trace.request(span)
+            assert whole is not None
+            assert len(whole["body"]["messages"]) == span.attributes["message_count"]
+    researcher = trace.request([s for s in runs[1].walk() if s.kind == "model_call"][-1])
+    assert researcher is not None
+    assert researcher["body"]["system"].startswith("Check: Is 40 + 2 really 42?")
