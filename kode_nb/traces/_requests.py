@@ -122,6 +122,7 @@ def rebuild_request(
     :class:`RequestChainError` naming the missing or unfitting call."""
     chain = [request]
     seen: set[str] = set()
+    span_id = "?"
     while isinstance(chain[-1].get("extends"), Mapping):
         span_id = str(chain[-1]["extends"].get("span_id"))
         if span_id in seen:
@@ -134,8 +135,8 @@ def rebuild_request(
             )
         chain.append(found)
     whole = copy.deepcopy(dict(chain.pop()))
-    if not isinstance(whole.get("body"), Mapping):
-        raise RequestChainError(f"model call {next(iter(seen), '?')}'s request has no body")
+    if chain and not isinstance(whole.get("body"), Mapping):
+        raise RequestChainError(f"the request of model call {span_id} has no body")
     while chain:
         step = chain.pop()
         whole = {

@@ -91,8 +91,11 @@ export function wholeRequest(flat: FlatTrace, request: Obj): Obj {
     last = found;
   }
   const first = chain.pop()!;
+  if (!chain.length) {
+    return first; // whole
+  }
   if (!isObject(first['body'])) {
-    return first;
+    throw new Error(`the request of model call ${[...seen].pop() ?? '?'} has no body`);
   }
   let body: Obj = first['body'];
   let whole: Obj = first;
