@@ -28,7 +28,7 @@ CURRENT_ROW: contextvars.ContextVar[int | None] = contextvars.ContextVar(
     "kode_nb_many_row", default=None
 )
 
-TRACE_SCHEMA = "kode_nb.trace/v2"
+TRACE_SCHEMA = "kode_nb.trace/v3"
 """The schema of the traces a tool row makes (``kode_nb.traces.SCHEMA``; a test checks
 they agree)."""
 
