@@ -43,7 +43,7 @@ test('every request rebuilds to exactly what was sent (key order too)', () => {
   }
 });
 
-test('the details pane shows the request whole, and copies it whole', () => {
+test('the details pane shows the request whole, with its whole size', () => {
   const last = CALLS.find(s => s.span.span_id === 'wire000000000002')!;
   const pane = renderDetails(FLAT, last.index);
   const expected = JSON.stringify(FIXTURE.wholes['wire000000000002']['body'], null, 2);
