@@ -6,21 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from .cells import NOTE_TOOL
 from .harness import Kernel
-
-SETUP = '''%%tool --kind edit
-RAN = []
-
-def write_note(path: str, text: str) -> str:
-    """Write a note.
-
-    Args:
-        path: Where.
-        text: What.
-    """
-    RAN.append(path)
-    return f"wrote {path}"
-'''
 
 MODELS = """
 from kode_nb.magics import get_session
@@ -66,7 +53,7 @@ def _inside(var: str) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools(kernel: Kernel) -> None:
-    kernel.ok(SETUP)
+    kernel.ok(NOTE_TOOL)
     kernel.ok(MODELS)
 
 
