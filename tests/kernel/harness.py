@@ -188,6 +188,18 @@ class Kernel:
         run.reply = reply["content"]
         return run
 
+    def begin(self, code: str, timeout: float = 10.0) -> str:
+        """Send ``code`` and return its msg_id once the kernel has started executing it (its
+        ``execute_input``), without waiting for it to end: for a cell to interrupt."""
+        msg_id = str(self.kc.execute(code))
+        self.wait_for(
+            lambda m: (
+                m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
+            ),
+            timeout,
+        )
+        return msg_id
+
     def ok(self, code: str, timeout: float = 30.0, *, cell_id: str | None = None) -> Execution:
         """Run ``code``; fail with the kernel's error if it raised."""
         run = self.run(code, timeout, cell_id=cell_id)

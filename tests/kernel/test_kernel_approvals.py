@@ -163,10 +163,7 @@ def test_interrupting_the_idle_kernel_cancels_running_and_waiting_calls(kernel: 
 def test_interrupting_a_cell_that_awaits_the_handle_cancels_the_call(kernel: Kernel) -> None:
     start = len(kernel.log)
     kernel.ok("w = %tool wait_for_cancel seconds=20")
-    msg_id = kernel.kc.execute("await w")
-    kernel.wait_for(
-        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
-    )
+    msg_id = kernel.begin("await w")
     time.sleep(0.3)
     kernel.km.interrupt_kernel()
     kernel.wait_for(
@@ -183,10 +180,7 @@ def test_interrupting_a_cell_that_awaits_the_handle_cancels_the_call(kernel: Ker
 def test_an_interrupted_blocking_cell_cancels_running_calls(kernel: Kernel) -> None:
     start = len(kernel.log)
     kernel.ok("w = %tool wait_for_cancel seconds=20")
-    msg_id = kernel.kc.execute("import time\ntime.sleep(20)")
-    kernel.wait_for(
-        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
-    )
+    msg_id = kernel.begin("import time\ntime.sleep(20)")
     time.sleep(0.3)
     kernel.km.interrupt_kernel()
     error = kernel.wait_for(
