@@ -97,13 +97,7 @@ def test_a_click_resolves_the_approval_of_a_subagent_tool(kernel: Kernel, button
     assert (
         kernel.value("[s.name for s in h.trace.spans() if s.kind == 'run']") == "['main', 'scribe']"
     )
-    final = kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and "Main saw:" in m["content"]["data"].get("text/plain", "")
-            and m in kernel.log[start:]
-        )
-    )
+    final = kernel.update_with("Main saw:", start)
     assert "<details" in final["content"]["data"]["text/html"]
     assert final["parent_header"]["msg_id"] == run.msg_id
     # no call is left registered for approvals
