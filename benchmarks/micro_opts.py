@@ -342,7 +342,9 @@ def _setup(*, model_path: bool = False, validate: Any = None) -> dict[str, Op]:
 
         ops[f"call {kind}"] = one_call
         for n in (1, 5):
-            calls = [call(name, a=1, b=2) for _ in range(n)]
+            # different arguments: the same call repeated in one turn would end the run
+            # (Agent.max_repeated_calls)
+            calls = [call(name, a=1 + i, b=2) for i in range(n)]
             model = ScriptedModel([calls, "The sum is 3."])
             agent = Agent("bench", model=model, tools=[name], executor=executor)
 
