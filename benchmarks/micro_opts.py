@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _funcs import ARGS_JSON, add, add_sync
 from pydantic import ValidationError
 
 import kode_nb
@@ -78,7 +79,6 @@ from kode_nb.tools._stats import STATS_WINDOW
 from kode_nb.tools._validation import SimpleParamsValidator
 from kode_nb.types import JsonBlock, TextBlock, ToolResult, normalize_name
 
-ARGS = '{"a": 1, "b": 2}'
 Op = Callable[[], Awaitable[Any]]
 
 
@@ -117,6 +117,10 @@ def _twin_result(
     r.__class__ = ToolResult
     result: ToolResult = r
     return result
+
+
+# The twin builders are written out field by field, as the package had them: a generic
+# setattr loop would time something else.
 
 
 def _twin_text(*, text: str) -> TextBlock:
@@ -305,26 +309,6 @@ def _stats_patch(record_call: Any) -> list[tuple[Any, dict[str, Any]]]:
 # --------------------------------------------------------------------------- workloads
 
 
-async def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first number.
-        b: The second number.
-    """
-    return a + b
-
-
-def add_sync(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first number.
-        b: The second number.
-    """
-    return a + b
-
-
 WORKLOADS = ("call async", "call sync", "agent 1 async", "agent 1 sync", "agent 5 async",
              "agent 5 sync")  # fmt: skip
 CALLS = {"call async": 1, "call sync": 1, "agent 1 async": 1, "agent 1 sync": 1,
@@ -351,14 +335,16 @@ def _setup(*, model_path: bool = False, validate: Any = None) -> dict[str, Op]:
     for kind, name in (("async", "add"), ("sync", "add_sync")):
 
         async def one_call(name: str = name) -> Any:
-            result = await executor.call(name, ARGS)
+            result = await executor.call(name, ARGS_JSON)
             if result.text != "3":
                 raise AssertionError(result)
             return result
 
         ops[f"call {kind}"] = one_call
         for n in (1, 5):
-            calls = [call(name, a=1, b=2) for _ in range(n)]
+            # different arguments: the same call repeated in one turn would end the run
+            # (Agent.max_repeated_calls)
+            calls = [call(name, a=1 + i, b=2) for i in range(n)]
             model = ScriptedModel([calls, "The sum is 3."])
             agent = Agent("bench", model=model, tools=[name], executor=executor)
 

@@ -60,14 +60,7 @@ def load_times(runs: int = 3) -> list[float]:
 def stream(k: Kernel) -> dict[str, object]:
     start = len(k.log)
     k.ok(f"h = %tool spam n={N} pause_every=2000")
-    k.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and "spam: ok in" in m["content"]["data"]["text/plain"]
-            and m in k.log[start:]
-        ),
-        timeout=120,
-    )
+    k.update_with("spam: ok in", start, timeout=120)
     k.drain(0.3)
     comm = [m for m in k.log[start:] if m["msg_type"] == "comm_msg"]
     chunks = [

@@ -4,6 +4,7 @@
 * Every test runs with a fresh :class:`~kode_nb.tools._registry.ToolRegistry` made current with
   :func:`~kode_nb.tools._registry.use_registry`, so define-is-register side effects (``@kode_nb.tool``)
   never leak between tests; the ``registry`` fixture returns that registry.
+* ``restore_prices`` — undoes the prices a test set.
 * ``kode_ip`` — IPython's shared in-process test shell with ``%load_ext kode_nb`` done, unloaded
   (and its ``%config KodeMagics`` settings dropped) afterwards.
 * Real network is blocked: connecting to (or resolving) anything but loopback raises
@@ -91,6 +92,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def registry(_isolated_registry: ToolRegistry) -> ToolRegistry:
     """The fresh registry that is current for this test (``default_registry()`` returns it)."""
     return _isolated_registry
+
+
+@pytest.fixture
+def restore_prices() -> Iterator[None]:
+    """The model price table (``kode_nb.models.prices``) as it was before the test: prices a test
+    sets with ``set_price`` are dropped."""
+    from kode_nb.models import prices
+
+    saved = dict(prices)
+    yield
+    prices.clear()
+    prices.update(saved)
 
 
 @pytest.fixture

@@ -7,43 +7,28 @@ strictly; the last test here runs it the way a person does, clicking Approve.
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests._notebooks import (
+    ROOT,
+    assert_built_by,
+    assert_executed_in_order,
+    code_cells,
+    saved,
+)
+from tests._notebooks import source as _source
+
 NOTEBOOK = ROOT / "notebooks" / "01-quickstart.ipynb"
 SANITIZE = ROOT / "notebooks" / "nbval-sanitize.cfg"
 APPROVAL_CELL = 'if h.status == "waiting for approval":'
 
 
-def _generator() -> ModuleType:
-    path = ROOT / "scripts" / "make_quickstart.py"
-    spec = importlib.util.spec_from_file_location("make_quickstart", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _saved() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(NOTEBOOK.read_text("utf-8"))
-    return data
-
-
 def _code_cells() -> list[dict[str, Any]]:
-    return [c for c in _saved()["cells"] if c["cell_type"] == "code"]
-
-
-def _source(cell: dict[str, Any]) -> str:
-    source = cell["source"]
-    return source if isinstance(source, str) else "".join(source)
+    return code_cells(NOTEBOOK)
 
 
 def _sanitize(text: str) -> str:
@@ -89,21 +74,12 @@ def _texts(outputs: list[dict[str, Any]], *, views: bool = True) -> list[str]:
 
 
 def test_saved_notebook_has_the_generators_cells() -> None:
-    built = _generator().build()
-    saved = _saved()
-    assert [(c["cell_type"], _source(c)) for c in saved["cells"]] == [
-        (c["cell_type"], c["source"]) for c in built.cells
-    ], (
-        "notebooks/01-quickstart.ipynb is out of date: run .venv/bin/python scripts/make_quickstart.py"
-    )
-    assert saved["metadata"]["kernelspec"]["name"] == "python3"
+    assert_built_by(NOTEBOOK, "make_quickstart")
+    assert saved(NOTEBOOK)["metadata"]["kernelspec"]["name"] == "python3"
 
 
 def test_saved_notebook_was_executed_in_order() -> None:
-    code = _code_cells()
-    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1))
-    errors = [o for c in code for o in c["outputs"] if o["output_type"] == "error"]
-    assert errors == []
+    assert_executed_in_order(NOTEBOOK)
 
 
 def test_the_tour_uses_the_notebook_layer_step_by_step() -> None:

@@ -3,27 +3,17 @@ a cut tool result was sent as; the whole request stays out of the fallback."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from kode_nb import define_tool
 from kode_nb._format import format_cost
 from kode_nb.agents import Agent
-from kode_nb.models import ScriptedModel, prices, set_price
+from kode_nb.models import ScriptedModel, set_price
 from kode_nb.models.scripted import call
 from kode_nb.tools import ToolRegistry
 from kode_nb.ui.records import run_record, trace_record
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def _prices() -> Iterator[None]:
-    saved = dict(prices)
-    yield
-    prices.clear()
-    prices.update(saved)
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("restore_prices")]
 
 
 async def test_fallbacks_show_cost_and_only_the_new_messages(registry: ToolRegistry) -> None:

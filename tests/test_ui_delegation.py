@@ -4,28 +4,19 @@ turn, tokens, cost and a pending approval that can be decided from the tree."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
 from kode_nb import Executor, Policy, ToolRegistry, define_tool
 from kode_nb.agents import Agent, AgentDefinition, register_subagent
-from kode_nb.models import ScriptedModel, prices, set_price
+from kode_nb.models import ScriptedModel, set_price
 from kode_nb.models.scripted import call
 from kode_nb.ui.agent_view import RunView
 from kode_nb.ui.approval import WidgetApprover
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("restore_prices")]
 
 TASK = {"inputs": {"task": {"description": "What to do", "type": "string", "required": True}}}
-
-
-@pytest.fixture(autouse=True)
-def _prices() -> Iterator[None]:
-    saved = dict(prices)
-    yield
-    prices.clear()
-    prices.update(saved)
 
 
 async def _until(check: object, what: str) -> None:

@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union, get_args
 
 from kode_nb.models.base import ToolCallRequest, UsageInfo
 from kode_nb.types import ToolResult
@@ -184,17 +184,7 @@ AgentEvent: TypeAlias = Union[
     RunFinished,
 ]
 
-AGENT_EVENT_TYPES: tuple[type[Any], ...] = (
-    RunStarted,
-    TurnStarted,
-    TextDelta,
-    ModelResponded,
-    ToolCallsRequested,
-    ToolCallFinished,
-    SubagentStarted,
-    SubagentFinished,
-    RunFinished,
-)
+AGENT_EVENT_TYPES: tuple[type[Any], ...] = get_args(AgentEvent)
 
 EventCallback: TypeAlias = Callable[[Any], object]
 """``callback(event)``; the return value is ignored."""

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, TypeAlias, Union
+from typing import IO, Any, Literal, TypeAlias, Union, get_args
 
 from kode_nb.types import ToolResult
 
@@ -163,18 +163,7 @@ ToolEvent: TypeAlias = Union[
     CallCancelled,
 ]
 
-EVENT_TYPES: tuple[type[Any], ...] = (
-    CallRequested,
-    InvalidArguments,
-    ApprovalRequested,
-    ApprovalResolved,
-    CallStarted,
-    CallUpdate,
-    CallCompleted,
-    CallFailed,
-    CallTimedOut,
-    CallCancelled,
-)
+EVENT_TYPES: tuple[type[Any], ...] = get_args(ToolEvent)
 
 Subscriber: TypeAlias = Callable[[Any], object]
 

@@ -22,7 +22,7 @@ from typing import Any
 from kode_nb.many._channel import LOG, Channel, answer_body
 from kode_nb.many.inbox import Inbox
 
-__all__ = ["NotebookAnswerer", "WorkerAsker", "add_note", "refused_note"]
+__all__ = ["NotebookAnswerer", "WorkerAsker", "add_note", "approval_body", "refused_note"]
 
 POLL = 0.05
 """Seconds between polls for an answer."""
@@ -60,6 +60,20 @@ class WorkerAsker:
                     return bool(body.get("approved")), _reason(body.get("reason"))
             time.sleep(POLL)
         return False, f"no answer from the notebook within {self.timeout:g} s"
+
+
+def approval_body(request: Any) -> dict[str, Any]:
+    """What a worker asks the notebook about an :class:`~kode_nb.policy.ApprovalRequest` of the
+    row it runs: row, tool, kind, arguments, reason (the body :meth:`WorkerAsker.ask` seals)."""
+    from kode_nb.many.runner import CURRENT_ROW
+
+    return {
+        "row": CURRENT_ROW.get(),
+        "tool": request.tool,
+        "kind": request.kind,
+        "arguments": dict(request.arguments),
+        "reason": request.reason,
+    }
 
 
 def _reason(value: Any) -> str | None:

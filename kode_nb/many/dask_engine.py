@@ -31,7 +31,7 @@ from typing import Any
 
 from kode_nb.errors import ConfigurationError
 from kode_nb.many._channel import Channel
-from kode_nb.many._relay import NotebookAnswerer, WorkerAsker, refused_note
+from kode_nb.many._relay import NotebookAnswerer, WorkerAsker, approval_body, refused_note
 from kode_nb.many.inbox import Inbox
 from kode_nb.many.rows import RowResult
 from kode_nb.many.runner import Prices
@@ -256,16 +256,9 @@ class _RelayApprover:
     async def __call__(self, request: Any) -> Any:
         import distributed
 
-        from kode_nb.many.runner import CURRENT_ROW
         from kode_nb.policy import approve, deny
 
-        body = {
-            "row": CURRENT_ROW.get(),
-            "tool": request.tool,
-            "kind": request.kind,
-            "arguments": dict(request.arguments),
-            "reason": request.reason,
-        }
+        body = approval_body(request)
         # This row's loop runs in the task's thread: leave the worker's thread pool while a
         # person decides, so a worker's threads are not all held by rows waiting for answers.
         if self._waiting == 0:

@@ -21,7 +21,7 @@ from typing import Any
 
 from kode_nb.errors import ConfigurationError
 from kode_nb.many._channel import Channel
-from kode_nb.many._relay import NotebookAnswerer, WorkerAsker, refused_note
+from kode_nb.many._relay import NotebookAnswerer, WorkerAsker, approval_body, refused_note
 from kode_nb.many.inbox import Inbox
 from kode_nb.many.rows import RowResult
 from kode_nb.many.runner import Prices
@@ -205,16 +205,9 @@ class _RelayApprover:
         self.asker = WorkerAsker(channel, post, poll, timeout=timeout, where="ray worker")
 
     async def __call__(self, request: Any) -> Any:
-        from kode_nb.many.runner import CURRENT_ROW
         from kode_nb.policy import approve, deny
 
-        body = {
-            "row": CURRENT_ROW.get(),
-            "tool": request.tool,
-            "kind": request.kind,
-            "arguments": dict(request.arguments),
-            "reason": request.reason,
-        }
+        body = approval_body(request)
         ok, reason = await asyncio.to_thread(self.asker.ask, body)
         return approve(by="inbox") if ok else deny(reason, by="inbox")
 

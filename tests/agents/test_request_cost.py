@@ -4,7 +4,6 @@ result was cut to, prices, and the cost roll-up through nested subagents."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,7 +18,6 @@ from kode_nb.models import (
     ScriptedModel,
     estimate_tokens,
     price_for,
-    prices,
     set_price,
 )
 from kode_nb.models._cost import catalog_price
@@ -29,17 +27,9 @@ from tests.models._mock import MockServer, sse
 
 TASK = {"inputs": {"task": {"description": "What to do", "type": "string", "required": True}}}
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("restore_prices")]
 
 KEY = "sk-test-0123456789abcdefghij"
-
-
-@pytest.fixture(autouse=True)
-def _prices() -> Iterator[None]:
-    saved = dict(prices)
-    yield
-    prices.clear()
-    prices.update(saved)
 
 
 def _model_calls(result: Any) -> list[dict[str, Any]]:

@@ -4,56 +4,24 @@ holds its final run record with the captured trace (nbval, strict, re-runs it in
 
 from __future__ import annotations
 
-import importlib.util
-import json
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests._notebooks import ROOT, assert_built_by, assert_executed_in_order, code_cells
+
 NOTEBOOK = ROOT / "notebooks" / "06-frameworks.ipynb"
 RUN_MIME = "application/vnd.kode-nb.run+json"
 
 
-def _generator() -> ModuleType:
-    path = ROOT / "scripts" / "make_frameworks_notebook.py"
-    spec = importlib.util.spec_from_file_location("make_frameworks_notebook", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _saved() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(NOTEBOOK.read_text("utf-8"))
-    return data
-
-
-def _source(cell: dict[str, Any]) -> str:
-    source = cell["source"]
-    return source if isinstance(source, str) else "".join(source)
-
-
 def _code() -> list[dict[str, Any]]:
-    return [c for c in _saved()["cells"] if c["cell_type"] == "code"]
+    return code_cells(NOTEBOOK)
 
 
 def test_saved_notebook_has_the_generators_cells() -> None:
-    built = _generator().build()
-    saved = _saved()
-    assert [(c["cell_type"], _source(c)) for c in saved["cells"]] == [
-        (c["cell_type"], c["source"])
-        for c in built.cells  # type: ignore[attr-defined]
-    ], (
-        "notebooks/06-frameworks.ipynb is out of date: run .venv/bin/python scripts/make_frameworks_notebook.py"
-    )
+    assert_built_by(NOTEBOOK, "make_frameworks_notebook")
 
 
 def test_saved_notebook_was_executed_in_order_without_errors() -> None:
-    code = _code()
-    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1))
-    assert [o for c in code for o in c["outputs"] if o["output_type"] == "error"] == []
+    assert_executed_in_order(NOTEBOOK)
 
 
 def _records() -> dict[str, dict[str, Any]]:

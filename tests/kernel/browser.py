@@ -245,5 +245,13 @@ def wait_output(page: Any, index: int, text: str, timeout: float = 30) -> str:
         time.sleep(0.1)
 
 
+def click_only(page: Any, name: str, *, exact: bool = False) -> None:
+    """Click the one button named ``name`` (``exact``: the whole name, case and all); fail if
+    the page shows none or several."""
+    button = page.get_by_role("button", name=name, exact=exact)
+    assert button.count() == 1, f"{button.count()} {name!r} buttons"
+    button.click()
+
+
 def shutdown_kernel(page: Any) -> None:
     page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")

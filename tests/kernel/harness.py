@@ -138,6 +138,18 @@ class Kernel:
     def messages_after(self, start: int) -> list[Msg]:
         return self.log[start:]
 
+    def update_with(self, text: str, start: int = 0, timeout: float = 10.0) -> Msg:
+        """The first ``update_display_data`` after ``start`` whose text/plain holds ``text``: a
+        view's refresh (a call's final state arrives this way)."""
+        return self.wait_for(
+            lambda m: (
+                m["msg_type"] == "update_display_data"
+                and text in m["content"]["data"].get("text/plain", "")
+                and m in self.log[start:]
+            ),
+            timeout,
+        )
+
     # ------------------------------------------------------------------ shell
 
     def run(self, code: str, timeout: float = 30.0, *, cell_id: str | None = None) -> Execution:
@@ -176,6 +188,18 @@ class Kernel:
         run.reply = reply["content"]
         return run
 
+    def begin(self, code: str, timeout: float = 10.0) -> str:
+        """Send ``code`` and return its msg_id once the kernel has started executing it (its
+        ``execute_input``), without waiting for it to end: for a cell to interrupt."""
+        msg_id = str(self.kc.execute(code))
+        self.wait_for(
+            lambda m: (
+                m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
+            ),
+            timeout,
+        )
+        return msg_id
+
     def ok(self, code: str, timeout: float = 30.0, *, cell_id: str | None = None) -> Execution:
         """Run ``code``; fail with the kernel's error if it raised."""
         run = self.run(code, timeout, cell_id=cell_id)
@@ -188,6 +212,13 @@ class Kernel:
         """``print(expr)`` in the kernel, returned stripped."""
         return self.ok(f"print({expr})").stdout.strip()
 
+    def until(self, expr: str, expected: str, timeout: float = 10.0) -> None:
+        """Poll :meth:`value` of ``expr`` until it prints ``expected``; fail with the last value."""
+        deadline = time.monotonic() + timeout
+        while (value := self.value(expr)) != expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert value == expected
+
     # ------------------------------------------------------------------ widgets
 
     def comm_opens(self, start: int = 0) -> Iterator[Msg]:
@@ -195,19 +226,23 @@ class Kernel:
             if m["msg_type"] == "comm_open":
                 yield m
 
-    def button(self, description: str, start: int = 0, timeout: float = 10.0) -> str:
-        """The comm id of the first Button labelled ``description`` opened after ``start``."""
+    def widget(self, model: str, start: int = 0, timeout: float = 10.0, **state: Any) -> str:
+        """The comm id of the first ``model`` widget (``"TextModel"``...) opened after ``start``
+        whose state holds every ``state`` item."""
 
-        def is_button(m: Msg) -> bool:
-            state = m["content"].get("data", {}).get("state", {})
-            return (
-                m["msg_type"] == "comm_open"
-                and state.get("_model_name") == "ButtonModel"
-                and state.get("description") == description
-                and m in self.log[start:]
+        def match(m: Msg) -> bool:
+            if m["msg_type"] != "comm_open" or m not in self.log[start:]:
+                return False
+            data = m["content"].get("data", {}).get("state", {})
+            return data.get("_model_name") == model and all(
+                data.get(k) == v for k, v in state.items()
             )
 
-        return str(self.wait_for(is_button, timeout)["content"]["comm_id"])
+        return str(self.wait_for(match, timeout)["content"]["comm_id"])
+
+    def button(self, description: str, start: int = 0, timeout: float = 10.0) -> str:
+        """The comm id of the first Button labelled ``description`` opened after ``start``."""
+        return self.widget("ButtonModel", start, timeout, description=description)
 
     def create_subshell(self) -> str:
         msg = self.kc.session.msg("create_subshell_request", {})

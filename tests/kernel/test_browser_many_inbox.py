@@ -16,6 +16,7 @@ from .browser import (
     ARTIFACTS,
     TOKEN,
     browser_page,
+    click_only,
     run_cell,
     shutdown_kernel,
     upload,
@@ -69,12 +70,6 @@ def test_the_grouped_inbox_is_answered_by_clicking(lab: tuple[str, Path]) -> Non
         _drive(page, base)
 
 
-def _click(page: Any, name: str) -> None:
-    button = page.get_by_role("button", name=name, exact=True)
-    assert button.count() == 1, f"{button.count()} {name!r} buttons"
-    button.click()
-
-
 def _clipped(page: Any) -> list[str]:
     """Labels of the "... all (N)" buttons whose text does not fit their box."""
     return list(
@@ -103,8 +98,8 @@ def _drive(page: Any, base: str) -> None:
     assert all_buttons.count() == 2
     assert _clipped(page) == []
     page.screenshot(path=str(ARTIFACTS / "browser_many_inbox.png"), full_page=True)
-    _click(page, "Approve all (4)")
-    _click(page, "Deny all (2)")
+    click_only(page, "Approve all (4)", exact=True)
+    click_only(page, "Deny all (2)", exact=True)
     final = wait_output(page, RUN, "6 runs, finished — 6 ok, 0 failed", timeout=60)
     assert page.get_by_role("button", name="Approve all", exact=False).count() == 0
     assert "refund A1" in final  # the record's first rows

@@ -17,6 +17,7 @@ from .browser import (
     ARTIFACTS,
     TOKEN,
     browser_page,
+    click_only,
     output_text,
     run_cell,
     shutdown_kernel,
@@ -85,12 +86,6 @@ def _paused_at(page: Any, text: str) -> None:
     )
 
 
-def _click(page: Any, name: str) -> None:
-    button = page.get_by_role("button", name=name)
-    assert button.count() == 1, f"{button.count()} {name!r} buttons"
-    button.click()
-
-
 def _drive(page: Any, base: str) -> None:
     page.goto(f"{base}/lab/tree/kode_step.ipynb?token={TOKEN}&reset")
     wait_for_idle_kernel(page)
@@ -100,29 +95,29 @@ def _drive(page: Any, base: str) -> None:
     run_cell(page, ASK)
 
     _paused_at(page, "before model request — agent main, turn 1")
-    _click(page, "Next")
+    click_only(page, "Next")
     _paused_at(page, "before running tool helper — agent main, turn 1")
-    _click(page, "Next")
+    click_only(page, "Next")
     _paused_at(page, "before model request — agent helper (subagent, depth 1), turn 1")
     page.screenshot(path=str(ARTIFACTS / "browser_step_paused.png"), full_page=True)
-    _click(page, "Next")
+    click_only(page, "Next")
     _paused_at(page, "before running tool add — agent helper (subagent, depth 1), turn 1")
     editor = page.locator(".jp-OutputArea textarea").first
     assert '"a": 2' in editor.input_value()
     editor.fill('{"a": "seven", "b": 3}')
-    _click(page, "Edit")
+    click_only(page, "Edit")
     page.get_by_text("Edit refused").wait_for(timeout=20_000)
     assert "Invalid arguments for tool 'add'" in output_text(page, ASK)
     page.screenshot(path=str(ARTIFACTS / "browser_step_refused.png"), full_page=True)
     editor.fill('{"a": 7, "b": 3}')
-    _click(page, "Edit")
+    click_only(page, "Edit")
     _paused_at(page, "before model request — agent helper (subagent, depth 1), turn 2")
     shown = output_text(page, ASK)
     assert "arguments edited" in shown  # the decided pause, one line in the tool's row
-    _click(page, "Next")
+    click_only(page, "Next")
     _paused_at(page, "before model request — agent main, turn 2")
     assert "Helper got 10" in output_text(page, ASK)
-    _click(page, "Next")
+    click_only(page, "Next")
     final = wait_output(page, ASK, "Main got Helper got 10")
     assert "Main got Helper got 10" in final
     # the trace viewer: the add call's details list the edit among its events

@@ -6,21 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from .cells import NOTE_TOOL
 from .harness import Kernel
-
-SETUP = '''%%tool --kind edit
-RAN = []
-
-def write_note(path: str, text: str) -> str:
-    """Write a note.
-
-    Args:
-        path: Where.
-        text: What.
-    """
-    RAN.append(path)
-    return f"wrote {path}"
-'''
 
 MODELS = """
 from kode_nb.magics import get_session
@@ -66,7 +53,7 @@ def _inside(var: str) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools(kernel: Kernel) -> None:
-    kernel.ok(SETUP)
+    kernel.ok(NOTE_TOOL)
     kernel.ok(MODELS)
 
 
@@ -110,13 +97,7 @@ def test_a_click_resolves_the_approval_of_a_subagent_tool(kernel: Kernel, button
     assert (
         kernel.value("[s.name for s in h.trace.spans() if s.kind == 'run']") == "['main', 'scribe']"
     )
-    final = kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and "Main saw:" in m["content"]["data"].get("text/plain", "")
-            and m in kernel.log[start:]
-        )
-    )
+    final = kernel.update_with("Main saw:", start)
     assert "<details" in final["content"]["data"]["text/html"]
     assert final["parent_header"]["msg_id"] == run.msg_id
     # no call is left registered for approvals

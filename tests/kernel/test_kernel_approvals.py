@@ -10,79 +10,18 @@ import time
 
 import pytest
 
+from .cells import NOTE_TOOL, WAIT_FOR_CANCEL
 from .conftest import EVERY_KERNEL
-from .harness import Kernel, Msg
+from .harness import Kernel
 
 pytestmark = EVERY_KERNEL
-
-SETUP = '''%%tool --kind edit
-RAN = []
-
-def write_note(path: str, text: str) -> str:
-    """Write a note.
-
-    Args:
-        path: Where.
-        text: What.
-    """
-    RAN.append(path)
-    return f"wrote {path}"
-'''
-
-WAITER = '''%%tool --kind read
-import time
-from kode_nb import ToolContext
-
-def wait_for_cancel(seconds: float, ctx: ToolContext) -> str:
-    """Wait, noticing cancellation.
-
-    Args:
-        seconds: How long.
-    """
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        if ctx.cancelled:
-            return "noticed"
-        time.sleep(0.01)
-    return "finished"
-'''
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools(kernel: Kernel) -> None:
-    kernel.ok(SETUP)
-    kernel.ok(WAITER)
+    kernel.ok(NOTE_TOOL)
+    kernel.ok(WAIT_FOR_CANCEL)
     kernel.ok("from kode_nb.magics import get_session")
-
-
-def _final(kernel: Kernel, start: int, text: str, timeout: float = 10) -> Msg:
-    """The call view's final refresh (update_display_data) containing ``text``."""
-    return kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and text in m["content"]["data"].get("text/plain", "")
-            and m in kernel.log[start:]
-        ),
-        timeout,
-    )
-
-
-def _until(kernel: Kernel, expr: str, expected: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while (value := kernel.value(expr)) != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert value == expected
-
-
-def _comm_id(kernel: Kernel, start: int, model: str) -> str:
-    msg = kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "comm_open"
-            and m["content"]["data"]["state"].get("_model_name") == model
-            and m in kernel.log[start:]
-        )
-    )
-    return str(msg["content"]["comm_id"])
 
 
 @pytest.mark.parametrize("channel", ["main", "subshell"])
@@ -99,10 +38,10 @@ def test_the_tool_runs_after_approve_and_not_after_deny(
     run = kernel.ok(f"h = %tool write_note path={path} text=hi")
     assert kernel.value("h.status") == "waiting for approval"  # the cell returned; the call waits
     if button == "Deny":
-        kernel.set_value(_comm_id(kernel, start, "TextModel"), "not this one", subshell)
+        kernel.set_value(kernel.widget("TextModel", start), "not this one", subshell)
     button_id = kernel.button(button, start)
     kernel.click(button_id, subshell)
-    final = _final(kernel, start, "write_note: ")
+    final = kernel.update_with("write_note: ", start)
     assert final["parent_header"]["msg_id"] == run.msg_id
     ran = kernel.value(f"{path!r} in RAN")
     resolved = kernel.value(
@@ -138,7 +77,7 @@ def test_the_final_refresh_goes_to_the_cell_that_started_the_call(
         start = len(kernel.log)
         run = kernel.ok("w = %tool wait_for_cancel seconds=0.4")
         later = kernel.ok("x = 1")
-        final = _final(kernel, start, "wait_for_cancel: ok in ")
+        final = kernel.update_with("wait_for_cancel: ok in ", start)
         assert final["parent_header"]["msg_id"] == run.msg_id != later.msg_id
         assert kernel.value("w.result().text") == "finished"
     finally:
@@ -167,10 +106,10 @@ def test_always_allow_skips_the_prompt_for_the_rest_of_the_session(kernel: Kerne
     start = len(kernel.log)
     kernel.ok("h = %tool write_note path=always.txt text=hi")
     kernel.click(kernel.button("Always allow this tool", start))
-    _final(kernel, start, "wrote always.txt")
+    kernel.update_with("wrote always.txt", start)
     second = len(kernel.log)
     kernel.ok("h2 = %tool write_note path=again.txt text=hi")
-    _final(kernel, second, "wrote again.txt")
+    kernel.update_with("wrote again.txt", second)
     assert not [
         m for m in kernel.log[second:]
         if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_model_name") == "ButtonModel"
@@ -184,7 +123,7 @@ def test_no_decision_within_the_timeout_denies(kernel: Kernel) -> None:
     try:
         start = len(kernel.log)
         kernel.ok("h = %tool write_note path=late.txt text=hi")
-        _final(kernel, start, "write_note: denied\n")
+        kernel.update_with("write_note: denied\n", start)
         assert "No decision within 0.3 s" in kernel.value("h.result().text")
         assert kernel.value("'late.txt' in RAN") == "False"
     finally:
@@ -197,7 +136,7 @@ def test_without_widgets_approval_is_denied_with_a_message(kernel: Kernel) -> No
         start = len(kernel.log)
         run = kernel.ok("h = %tool write_note path=html.txt text=hi")
         assert "application/vnd.jupyter.widget-view+json" not in run.outputs[0]
-        final = _final(kernel, start, "write_note: denied\n")
+        final = kernel.update_with("write_note: denied\n", start)
         assert "%approval auto" in final["content"]["data"]["text/html"]
         assert kernel.value("h.result().status, 'html.txt' in RAN") == "denied False"
     finally:
@@ -211,23 +150,20 @@ def test_interrupting_the_idle_kernel_cancels_running_and_waiting_calls(kernel: 
     kernel.button("Approve", start)
     time.sleep(0.2)
     kernel.km.interrupt_kernel()
-    waited = _final(kernel, start, "wait_for_cancel: interrupted in ")
-    _final(kernel, start, "write_note: interrupted")
+    waited = kernel.update_with("wait_for_cancel: interrupted in ", start)
+    kernel.update_with("write_note: interrupted", start)
     record = waited["content"]["data"]["application/vnd.kode-nb.call+json"]
     assert record["status"] == "interrupted"  # the view records the interrupt, not a widget
     assert "application/vnd.jupyter.widget-view+json" not in waited["content"]["data"]
     assert kernel.value("w.status, p.status, 'never.txt' in RAN") == "cancelled cancelled False"
     # The worker thread notices the cancel token within 10 ms; its slot is freed once it ends.
-    _until(kernel, "get_session().executor.running()", "[]")
+    kernel.until("get_session().executor.running()", "[]")
 
 
 def test_interrupting_a_cell_that_awaits_the_handle_cancels_the_call(kernel: Kernel) -> None:
     start = len(kernel.log)
     kernel.ok("w = %tool wait_for_cancel seconds=20")
-    msg_id = kernel.kc.execute("await w")
-    kernel.wait_for(
-        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
-    )
+    msg_id = kernel.begin("await w")
     time.sleep(0.3)
     kernel.km.interrupt_kernel()
     kernel.wait_for(
@@ -237,24 +173,21 @@ def test_interrupting_a_cell_that_awaits_the_handle_cancels_the_call(kernel: Ker
             and m["content"]["execution_state"] == "idle"
         ),
     )
-    _final(kernel, start, "wait_for_cancel: interrupted in ")  # the view records why
+    kernel.update_with("wait_for_cancel: interrupted in ", start)  # the view records why
     assert kernel.value("w.status") == "cancelled"
 
 
 def test_an_interrupted_blocking_cell_cancels_running_calls(kernel: Kernel) -> None:
     start = len(kernel.log)
     kernel.ok("w = %tool wait_for_cancel seconds=20")
-    msg_id = kernel.kc.execute("import time\ntime.sleep(20)")
-    kernel.wait_for(
-        lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_input"
-    )
+    msg_id = kernel.begin("import time\ntime.sleep(20)")
     time.sleep(0.3)
     kernel.km.interrupt_kernel()
     error = kernel.wait_for(
         lambda m: m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "error"
     )
     assert error["content"]["ename"] == "KeyboardInterrupt"
-    _final(kernel, start, "wait_for_cancel: interrupted in ")
+    kernel.update_with("wait_for_cancel: interrupted in ", start)
 
 
 def test_a_call_made_from_code_gets_a_prompt_in_the_cell_that_started_it(kernel: Kernel) -> None:

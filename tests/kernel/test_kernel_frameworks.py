@@ -6,44 +6,12 @@ cancels the framework's run."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
+from .cells import NOTE_TOOL, WAIT_FOR_CANCEL
 from .harness import Kernel, Msg
-
-SETUP = '''%%tool --kind edit
-RAN = []
-
-def write_note(path: str, text: str) -> str:
-    """Write a note.
-
-    Args:
-        path: Where.
-        text: What.
-    """
-    RAN.append(path)
-    return f"wrote {path}"
-'''
-
-SLOW = '''%%tool --kind read
-import time
-from kode_nb import ToolContext
-
-def wait_for_cancel(seconds: float, ctx: ToolContext) -> str:
-    """Wait, noticing cancellation.
-
-    Args:
-        seconds: How long.
-    """
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        if ctx.cancelled:
-            return "noticed"
-        time.sleep(0.01)
-    return "finished"
-'''
 
 PYDANTIC_AI = """
 from pydantic_ai import Agent
@@ -90,8 +58,8 @@ from kode_nb.interop import ScriptedAgentsModel, openai_agents_tools
 
 @pytest.fixture(scope="module", autouse=True)
 def _setup(kernel: Kernel) -> None:
-    kernel.ok(SETUP)
-    kernel.ok(SLOW)
+    kernel.ok(NOTE_TOOL)
+    kernel.ok(WAIT_FOR_CANCEL)
     kernel.ok(PYDANTIC_AI)
     kernel.ok(OPENAI_AGENTS)
     kernel.ok(LANGCHAIN)
@@ -119,24 +87,25 @@ def _spans(span: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     return found
 
 
-def _until(kernel: Kernel, expr: str, expected: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while (value := kernel.value(expr)) != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert value == expected
+def _approved(kernel: Kernel, code: str, handle: str) -> dict[str, Any]:
+    """Run ``code`` (it starts a framework's run as ``handle``), click Approve once the run waits
+    for it, and return the run's saved record."""
+    start = len(kernel.log)
+    kernel.ok(code)
+    kernel.until(f"{handle}.status", "waiting for approval")  # the cell returned; the run waits
+    kernel.click(kernel.button("Approve", start))
+    return _record(kernel, start)
 
 
 def test_a_pydantic_ai_run_waits_for_the_approve_click_and_saves_its_trace(kernel: Kernel) -> None:
-    start = len(kernel.log)
-    kernel.ok(
+    record = _approved(
+        kernel,
         "model, seen = scripted(('write_note', {'path': 'pa.txt', 'text': 'hi'}), 'done')\n"
         "agent = Agent(model, name='writer', toolsets=[pydantic_ai_toolset(['write_note'])])\n"
         "h = start(agent.run('write pa.txt'))\n"
-        "h"
+        "h",
+        "h",
     )
-    _until(kernel, "h.status", "waiting for approval")  # the cell returned; the run waits
-    kernel.click(kernel.button("Approve", start))
-    record = _record(kernel, start)
     assert (record["agent"], record["status"], record["output"]) == ("writer", "completed", "done")
     assert kernel.value("'pa.txt' in RAN, h.result().output") == "True done"
     (tool,) = _spans(record["trace"]["root"], "tool_call")
@@ -155,26 +124,24 @@ def test_a_denial_and_a_validation_error_reach_the_pydantic_ai_model(kernel: Ker
         "agent = Agent(model, name='writer', toolsets=[pydantic_ai_toolset(['write_note'])])\n"
         "h = start(agent.run('write no.txt'))"
     )
-    _until(kernel, "h.status", "waiting for approval")
+    kernel.until("h.status", "waiting for approval")
     assert kernel.value("h.deny('not this file')") == "True"  # as the Deny button does
-    _until(kernel, "h.status", "completed")
+    kernel.until("h.status", "completed")
     assert "required field is missing" in kernel.value("str(seen[1][-1].parts[0].content)")
     assert "not this file" in kernel.value("str(seen[2][-1].parts[0].content)")
     assert kernel.value("'no.txt' in RAN") == "False"
 
 
 def test_an_openai_agents_run_waits_for_the_approve_click(kernel: Kernel) -> None:
-    start = len(kernel.log)
-    kernel.ok(
+    record = _approved(
+        kernel,
         "sdk_model = ScriptedAgentsModel([('write_note', {'path': 'oa.txt', 'text': 'hi'}), 'done'])\n"
         "sdk_agent = SdkAgent(name='sdk_writer', model=sdk_model,"
         " tools=openai_agents_tools(['write_note']))\n"
         "s = start(Runner.run(sdk_agent, 'write oa.txt'), name='sdk_writer')\n"
-        "s"
+        "s",
+        "s",
     )
-    _until(kernel, "s.status", "waiting for approval")
-    kernel.click(kernel.button("Approve", start))
-    record = _record(kernel, start)
     assert (record["agent"], record["status"]) == ("sdk_writer", "completed")
     assert kernel.value("'oa.txt' in RAN, s.result().final_output") == "True done"
     (tool,) = _spans(record["trace"]["root"], "tool_call")
@@ -182,16 +149,14 @@ def test_an_openai_agents_run_waits_for_the_approve_click(kernel: Kernel) -> Non
 
 
 def test_a_langchain_run_waits_for_the_approve_click(kernel: Kernel) -> None:
-    start = len(kernel.log)
-    kernel.ok(
+    record = _approved(
+        kernel,
         "call = {'name': 'write_note', 'args': {'path': 'lc.txt', 'text': 'hi'}, 'id': 'c1',"
         " 'type': 'tool_call'}\n"
         "chain = note_chain([AIMessage('', tool_calls=[call]), AIMessage('done')])\n"
-        "l = start(chain.ainvoke('write lc.txt'), name='lc_writer')"
+        "l = start(chain.ainvoke('write lc.txt'), name='lc_writer')",
+        "l",
     )
-    _until(kernel, "l.status", "waiting for approval")
-    kernel.click(kernel.button("Approve", start))
-    record = _record(kernel, start)
     assert (record["agent"], record["status"]) == ("lc_writer", "completed")
     assert kernel.value("'lc.txt' in RAN, l.result()") == "True done"
     (tool,) = _spans(record["trace"]["root"], "tool_call")
@@ -207,10 +172,10 @@ def test_a_kernel_interrupt_cancels_the_frameworks_run(kernel: Kernel) -> None:
         "w = start(agent.run('wait'))\n"
         "w"
     )
-    _until(kernel, "len(get_session().executor.running())", "1")
+    kernel.until("len(get_session().executor.running())", "1")
     kernel.km.interrupt_kernel()
     record = _record(kernel, start)
     assert record["status"] == "cancelled"
-    _until(kernel, "w.status", "cancelled")
+    kernel.until("w.status", "cancelled")
     assert kernel.value("len(seen)") == "1"  # the model was not asked again
-    _until(kernel, "get_session().executor.running()", "[]")
+    kernel.until("get_session().executor.running()", "[]")

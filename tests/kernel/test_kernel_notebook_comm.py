@@ -78,13 +78,6 @@ class FrontEnd:
         self.kernel.kc.shell_channel.send(msg)
 
 
-def _until(kernel: Kernel, expr: str, expected: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while (value := kernel.value(expr)) != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert value == expected
-
-
 def _row(state: dict[str, Any], name: str) -> dict[str, Any]:
     return next(row for row in state["tools"] if row["name"] == name)
 
@@ -173,7 +166,7 @@ def test_list_and_read_cells_go_to_the_front_end_bounded(kernel: Kernel, front: 
     assert (request["start"], request["limit"]) == (0, 3)
     cells = [{"index": 0, "id": "c0", "cell_type": "code", "first_line": "x = 1"}]
     front.reply(request, {"cells": cells, "total": 1})
-    _until(kernel, "h.status", "ok")
+    kernel.until("h.status", "ok")
     assert json.loads(kernel.value("h.result().text"))["cells"] == cells
 
     run = kernel.ok("h = %tool list_cells limit=500")
@@ -183,10 +176,10 @@ def test_list_and_read_cells_go_to_the_front_end_bounded(kernel: Kernel, front: 
     request = front.wait("read_cell", start)
     assert (request["id"], request["max_chars"]) == ("c0", 50)
     front.reply(request, error="no cell with id 'c0'")
-    _until(kernel, "h.status", "error")
+    kernel.until("h.status", "error")
     assert "could not read_cell: no cell with id 'c0'" in kernel.value("h.result().text")
     kernel.ok("h = %tool read_cell")
-    _until(kernel, "h.status", "error")
+    kernel.until("h.status", "error")
     assert "give the cell's index or its id" in kernel.value("h.result().text")
 
 
@@ -194,7 +187,7 @@ def test_an_unanswered_request_times_out(kernel: Kernel, front: FrontEnd) -> Non
     kernel.ok("LINK.timeout = 0.5")
     try:
         kernel.ok("h = %tool list_cells")
-        _until(kernel, "h.status", "error")
+        kernel.until("h.status", "error")
         assert "did not answer list_cells within 0.5 s" in kernel.value("h.result().text")
     finally:
         kernel.ok("LINK.timeout = 30.0")
@@ -211,19 +204,19 @@ def test_insert_and_run_ask_before_reaching_the_front_end(
     kernel.drain(0.1)
     assert front.sent(start, tool) == []  # nothing reaches the notebook before approval
     kernel.ok("h.deny('no')")
-    _until(kernel, "h.status", "denied")
+    kernel.until("h.status", "denied")
     assert front.sent(start, tool) == []
     kernel.ok(f"h = %tool {tool} {line}")
     kernel.ok("h.approve()")
     request = front.wait(tool, start)
     front.reply(request, {"index": 1, "id": "new"})
-    _until(kernel, "h.status", "ok")
+    kernel.until("h.status", "ok")
 
 
 def test_variables_are_listed_and_read_bounded(kernel: Kernel, front: FrontEnd) -> None:
     kernel.ok("big = list(range(1_000_000))\ndef helper(): pass\n_hidden = 1\nimport json")
     kernel.ok("h = %tool list_variables")
-    _until(kernel, "h.status", "ok")
+    kernel.until("h.status", "ok")
     listed = json.loads(kernel.value("h.result().text"))
     names = {v["name"]: v for v in listed["variables"]}
     assert "big" in names
@@ -231,20 +224,20 @@ def test_variables_are_listed_and_read_bounded(kernel: Kernel, front: FrontEnd) 
     assert names["big"]["repr"].startswith("[0, 1, 2")
     assert len(names["big"]["repr"]) <= 80
     kernel.ok("h = %tool list_variables include_all=true")
-    _until(kernel, "h.status", "ok")
+    kernel.until("h.status", "ok")
     assert {"helper", "json"} <= {
         v["name"] for v in json.loads(kernel.value("h.result().text"))["variables"]
     }
 
     kernel.ok("h = %tool read_variable name=big max_chars=100")
-    _until(kernel, "h.status", "ok")
+    kernel.until("h.status", "ok")
     big = json.loads(kernel.value("h.result().text"))
     assert big["length"] == 1_000_000
     assert len(big["repr"]) <= 101
     assert big["repr"].startswith("[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...")
 
     kernel.ok("h = %tool read_variable name=BIG")
-    _until(kernel, "h.status", "error")
+    kernel.until("h.status", "error")
     assert "no variable 'BIG' in the kernel; did you mean 'big'?" in kernel.value("h.result().text")
 
 
@@ -260,7 +253,7 @@ def test_dataframes_and_arrays_show_a_bounded_head(kernel: Kernel, front: FrontE
         "arr = np.arange(1_000_000).reshape(1000, 1000)"
     )
     kernel.ok("h = %tool read_variable name=df max_rows=3")
-    _until(kernel, "h.status", "ok")
+    kernel.until("h.status", "ok")
     df = json.loads(kernel.value("h.result().text"))
     assert df["shape"] == [100_000, 2]
     assert df["dtypes"] == {"a": "int64", "b": "float64"}
@@ -268,7 +261,7 @@ def test_dataframes_and_arrays_show_a_bounded_head(kernel: Kernel, front: FrontE
     assert len(df["head"].splitlines()) == 4  # header + 3 rows
 
     kernel.ok("h = %tool read_variable name=arr max_rows=2 max_chars=200")
-    _until(kernel, "h.status", "ok")
+    kernel.until("h.status", "ok")
     arr = json.loads(kernel.value("h.result().text"))
     assert arr["shape"] == [1000, 1000]
     assert arr["dtype"] == "int64"
@@ -291,7 +284,7 @@ def test_insert_cells_goes_to_the_front_end_and_returns_its_answer(
     assert request["below_cell_id"] == "c3"
     assert request["cells"][0]["source"] == "print(1)"
     front.reply(request, {"index": 4, "ids": ["n1"]})
-    _until(kernel, "t.done()", "True")
+    kernel.until("t.done()", "True")
     assert kernel.value("t.result()") == "{'index': 4, 'ids': ['n1']}"
 
 
@@ -299,9 +292,9 @@ def test_without_a_front_end_the_cell_tools_say_what_is_missing(
     kernel: Kernel, front: FrontEnd
 ) -> None:
     front.close()
-    _until(kernel, "LINK.front_end is None", "True")
+    kernel.until("LINK.front_end is None", "True")
     kernel.ok("h = %tool list_cells")
-    _until(kernel, "h.status", "error")
+    kernel.until("h.status", "error")
     assert "need the kode_nb JupyterLab extension" in kernel.value("h.result().text")
     run = kernel.run("await insert_cells([])")
     assert "ConfigurationError: the notebook tools need the kode_nb JupyterLab" in run.error_text

@@ -6,13 +6,10 @@ runs other cells while the run is paused. Every test runs on each kernel (ipyker
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
 
 from .conftest import EVERY_KERNEL
-from .harness import Kernel, Msg
+from .harness import Kernel
 
 pytestmark = EVERY_KERNEL
 
@@ -68,40 +65,10 @@ def _setup(kernel: Kernel) -> None:
     kernel.ok(HELPER)
 
 
-def _until(kernel: Kernel, expr: str, expected: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while (value := kernel.value(expr)) != expected and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert value == expected
-
-
 def _paused(kernel: Kernel, kind: str, tool: str = "") -> None:
     """Wait until the run pauses at a ``kind`` point (of ``tool``)."""
-    _until(kernel, "(h.step.current.kind, h.step.current.tool) if h.step.current else None",
+    kernel.until("(h.step.current.kind, h.step.current.tool) if h.step.current else None",
            repr((kind, tool)))  # fmt: skip
-
-
-def _widget(kernel: Kernel, start: int, model: str, **state: Any) -> str:
-    """The comm id of the first ``model`` widget opened after ``start`` whose state has ``state``."""
-
-    def match(m: Msg) -> bool:
-        if m["msg_type"] != "comm_open" or m not in kernel.log[start:]:
-            return False
-        data = m["content"]["data"].get("state", {})
-        return data.get("_model_name") == model and all(data.get(k) == v for k, v in state.items())
-
-    return str(kernel.wait_for(match)["content"]["comm_id"])
-
-
-def _final(kernel: Kernel, start: int, text: str, timeout: float = 10) -> Msg:
-    return kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and text in m["content"]["data"].get("text/plain", "")
-            and m in kernel.log[start:]
-        ),
-        timeout,
-    )
 
 
 def test_ask_step_is_driven_by_button_clicks(kernel: Kernel) -> None:
@@ -119,11 +86,11 @@ def test_ask_step_is_driven_by_button_clicks(kernel: Kernel) -> None:
     kernel.click(kernel.button("Next", first))
     _paused(kernel, "tool_call", "add")
     assert kernel.value("h.step.current.arguments") == "{'a': 1, 'b': 2}"
-    editor = _widget(kernel, start, "TextareaModel", value='{\n  "a": 1,\n  "b": 2\n}')
+    editor = kernel.widget("TextareaModel", start, value='{\n  "a": 1,\n  "b": 2\n}')
     edit = kernel.button("Edit", start)
     kernel.set_value(editor, '{"a": "many", "b": 2}')
     kernel.click(edit)
-    _until(kernel, "h.step.current.error is not None", "True")
+    kernel.until("h.step.current.error is not None", "True")
     error = kernel.value("h.step.current.error")
     assert "Invalid arguments for tool 'add'" in error
     assert kernel.value("h.status") == "paused (step)"  # still paused
@@ -147,8 +114,7 @@ def test_ask_step_is_driven_by_button_clicks(kernel: Kernel) -> None:
     start = len(kernel.log)
     kernel.click(kernel.button("Next", next_start))
     _paused(kernel, "tool_call", "add")
-    result_box = _widget(
-        kernel, start, "TextareaModel",
+    result_box = kernel.widget("TextareaModel", start,
         placeholder="the result the model gets instead of running the tool",
     )  # fmt: skip
     kernel.set_value(result_box, "seven, given by hand")
@@ -156,7 +122,7 @@ def test_ask_step_is_driven_by_button_clicks(kernel: Kernel) -> None:
     kernel.click(kernel.button("Give result", start))
     _paused(kernel, "model_request")
     kernel.click(kernel.button("Next", start_last))
-    final = _final(kernel, first, "Sum seen: seven, given by hand")
+    final = kernel.update_with("Sum seen: seven, given by hand", first)
     assert final["parent_header"]["msg_id"] == run.msg_id
     assert kernel.value("h.result().status") == "completed"
     assert kernel.value("RAN") == "[(10, 20)]"  # the second call never ran
@@ -179,9 +145,9 @@ def test_stop_from_the_button_ends_the_run_cancelled(kernel: Kernel) -> None:
     start = len(kernel.log)
     kernel.click(kernel.button("Next", first))
     _paused(kernel, "tool_call", "add")
-    kernel.set_value(_widget(kernel, start, "TextModel"), "wrong numbers")
+    kernel.set_value(kernel.widget("TextModel", start), "wrong numbers")
     kernel.click(kernel.button("Stop", start))
-    final = _final(kernel, first, "cancelled")
+    final = kernel.update_with("cancelled", first)
     assert "stopped while stepping: wrong numbers" in final["content"]["data"]["text/plain"]
     assert kernel.value("h.status") == "cancelled"
     assert kernel.value("h.result().error") == "stopped while stepping: wrong numbers"
@@ -205,7 +171,7 @@ def test_agent_step_top_runs_the_subagent_through_and_the_handle_decides(kernel:
     kernel.ok("%%ask --step top --model $make_main --tools helper --out h\nGo.")
     seen = []
     for _ in range(3):
-        _until(kernel, "h.step.current is not None", "True")
+        kernel.until("h.step.current is not None", "True")
         seen.append(kernel.value("(h.step.current.agent, h.step.current.kind)"))
         assert kernel.value("h.step.next()") == "True"
     kernel.ok("r = await h")
@@ -227,7 +193,7 @@ def test_interrupting_a_paused_run_cancels_it(kernel: Kernel) -> None:
     kernel.ok("%%ask --step --model $make_adder --out h\nAdd some numbers.")
     _paused(kernel, "model_request")
     assert kernel.value("h.cancel('no time')") == "True"
-    _until(kernel, "h.status", "cancelled")
+    kernel.until("h.status", "cancelled")
     assert kernel.value("h.result().error") == "no time"
     assert kernel.value("h.step.ended") == "True"
     assert kernel.value("h.step.pending()") == "[]"

@@ -42,14 +42,7 @@ def _stream(kernel: Kernel, n: int) -> tuple[list[Msg], list[str], float]:
     """Run spam(n); its comm messages, the appended chunks, and the call's duration."""
     start = len(kernel.log)
     kernel.ok(f"h = %tool spam n={n}")
-    kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and "spam: ok in" in m["content"]["data"]["text/plain"]
-            and m in kernel.log[start:]
-        ),
-        timeout=60,
-    )
+    kernel.update_with("spam: ok in", start, timeout=60)
     kernel.drain(0.2)
     duration = float(kernel.value("h.result().duration"))
     comm = [m for m in kernel.log[start:] if m["msg_type"] == "comm_msg"]
@@ -92,14 +85,7 @@ def test_a_huge_result_is_shown_clipped_and_kept_whole(kernel: Kernel) -> None:
     )
     start = len(kernel.log)
     kernel.ok("h = %tool huge n=10000000")
-    final = kernel.wait_for(
-        lambda m: (
-            m["msg_type"] == "update_display_data"
-            and "huge: ok in" in m["content"]["data"]["text/plain"]
-            and m in kernel.log[start:]
-        ),
-        timeout=60,
-    )
+    final = kernel.update_with("huge: ok in", start, timeout=60)
     kernel.ok("h.result()")  # its own display, as the last expression of a cell
     kernel.drain(0.2)
     record = final["content"]["data"]["application/vnd.kode-nb.call+json"]

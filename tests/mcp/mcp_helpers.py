@@ -18,17 +18,35 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp.client  # noqa: F401  (a dependency of kode_nb: missing, these tests fail, never skip)
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 SERVERS = Path(__file__).parent / "servers"
 TOOLBOX = str(SERVERS / "toolbox.py")
 KODE_STDIO = str(SERVERS / "kode_stdio.py")
 CHANGING = str(SERVERS / "changing.py")
 HOSTILE = str(SERVERS / "hostile.py")
+
+
+@asynccontextmanager
+async def sdk_client(
+    url: str, headers: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """The MCP SDK's own client session on a streamable HTTP server, initialized."""
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def toolbox_command(record: Path | None = None, name: str = "toolbox") -> list[str]:

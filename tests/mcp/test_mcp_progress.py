@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
-import httpx2
 import pytest
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp_helpers import wait_for
+from mcp_helpers import sdk_client, wait_for
 
 from kode_nb import ToolContext, ToolRegistry, define_tool
 from kode_nb.mcp import serve
@@ -20,19 +16,6 @@ from kode_nb.mcp import serve
 pytestmark = pytest.mark.anyio
 
 Seen = list[tuple[float, float | None, str | None]]
-
-
-@asynccontextmanager
-async def sdk_client(
-    url: str, headers: dict[str, str] | None = None
-) -> AsyncIterator[ClientSession]:
-    async with (
-        httpx2.AsyncClient(headers=headers) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 def streaming_registry() -> ToolRegistry:

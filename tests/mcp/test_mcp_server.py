@@ -5,17 +5,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
-import httpx2
 import mcp_helpers
 import mcp_types as mt
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_helpers import sdk_client
 
 from kode_nb import (
     AutoApprove,
@@ -63,19 +59,6 @@ def notes_registry() -> ToolRegistry:
     define_tool(summarize, kind="think", registry=registry)
     define_tool(snapshot, kind="read", registry=registry)
     return registry
-
-
-@asynccontextmanager
-async def sdk_client(
-    url: str, headers: dict[str, str] | None = None
-) -> AsyncIterator[ClientSession]:
-    async with (
-        httpx2.AsyncClient(headers=headers) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 def port_is_free(port: int) -> bool:

@@ -77,6 +77,28 @@ async def read_request(reader: asyncio.StreamReader) -> None:
     await reader.readexactly(length)
 
 
+SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+
+
+def chunked(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def then_silence(sent: bytes = b"") -> Handler:
+    """Read the request, send ``sent`` (nothing, a head, a head and a chunk), then say nothing."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        if sent:
+            writer.write(sent)
+            await writer.drain()
+        await asyncio.sleep(30)
+
+    return handler
+
+
 def model(url: str) -> OpenAIChatModel:
     return OpenAIChatModel("m", base_url=url, api_key_env=None, retry_base_delay=0.05)
 
@@ -88,11 +110,7 @@ def request(**settings: float | int | None) -> ModelRequest:
 
 
 async def test_a_server_that_never_answers_fails_after_first_byte_timeout_without_retry() -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        await asyncio.sleep(30)
-
-    async with serve(silent) as (url, connections):
+    async with serve(then_silence()) as (url, connections):
         m = model(url)
         t0 = time.monotonic()
         with pytest.raises(ModelConnectionError) as caught:
@@ -107,17 +125,7 @@ async def test_a_server_that_never_answers_fails_after_first_byte_timeout_withou
 
 async def test_a_stream_that_stalls_fails_after_the_idle_timeout() -> None:
     chunk = payload("openai_text.txt").split(b"\n\n")[0] + b"\n\n"
-
-    async def stalls(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n" + f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
-        )
-        await writer.drain()
-        await asyncio.sleep(30)
-
-    async with serve(stalls) as (url, _):
+    async with serve(then_silence(SSE_HEAD + chunked(chunk))) as (url, _):
         t0 = time.monotonic()
         with pytest.raises(ModelProtocolError, match=r"stalled: nothing arrived for 0\.4 s"):
             await collect(model(url).stream(request(timeout=0.4)))
@@ -167,14 +175,6 @@ def test_bad_settings_are_clear_errors(field: str, value: object) -> None:
 
 # ------------------------------------------------------------------ keep-alives are not progress
 
-SSE_HEAD = (
-    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-)
-
-
-def chunked(data: bytes) -> bytes:
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
 
 def comments_forever(first: bytes = b"", every: float = 0.05) -> Handler:
     """Headers, then ``first`` (data events), then ``: keep-alive`` comments forever."""
@@ -204,13 +204,7 @@ async def test_only_comments_do_not_start_the_answer_first_byte_timeout_fires() 
 
 
 async def test_headers_then_nothing_first_byte_timeout_fires() -> None:
-    async def headers_only(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(SSE_HEAD)
-        await writer.drain()
-        await asyncio.sleep(30)
-
-    async with serve(headers_only) as (url, _):
+    async with serve(then_silence(SSE_HEAD)) as (url, _):
         t0 = time.monotonic()
         with pytest.raises(ModelConnectionError, match=r"no answer started from .* within 0\.5 s"):
             await collect(model(url).stream(request(first_byte_timeout=0.5)))

@@ -1,0 +1,38 @@
+"""The micro-optimisation benchmark's workloads still run on today's package: each op of
+``benchmarks/micro_opts.py`` (one call, whole agent runs with 1 and 5 calls, async and sync tools)
+completes once with the answer it checks. Nothing is timed here (speed is the benchmark's job)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture
+def micro_opts(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # it imports its neighbour _funcs
+    spec = importlib.util.spec_from_file_location("micro_opts", BENCHMARKS / "micro_opts.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "micro_opts", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_micro_opts_workload_completes(micro_opts: ModuleType) -> None:
+    ops = micro_opts._setup()
+    assert set(ops) == set(micro_opts.WORKLOADS)
+
+    async def run_all() -> None:
+        for op in ops.values():
+            await op()  # each raises AssertionError with the result when it went wrong
+
+    asyncio.run(run_all())
