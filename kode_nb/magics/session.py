@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from kode_nb.tools._model import Tool
     from kode_nb.ui.handle import CallHandle
 
-__all__ = ["KodeSession", "NotebookApprover", "resolve_style"]
+__all__ = ["KodeSession", "NotebookApprover", "front_end_takes_input", "resolve_style"]
 
 ROUTED_EVENTS = (
     "requested",
@@ -69,6 +69,10 @@ class NotebookApprover:
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         style = self.session.style
+        if style == "widget" and not front_end_takes_input(self.session.shell):
+            from kode_nb.ui.terminal import runner_denial
+
+            return runner_denial(request)
         if style == "widget":
             if self._widgets is None:
                 from kode_nb.ui.approval import WidgetApprover
@@ -100,6 +104,19 @@ class _RunDisplay:
         from kode_nb.ui.records import framework_run_bundle
 
         return framework_run_bundle(self.run)
+
+
+def front_end_takes_input(shell: Any) -> bool:
+    """Whether the cell being run came from a front end a person answers in.
+
+    JupyterLab, Notebook 7 and VS Code send ``allow_stdin: true`` with every cell; nbclient
+    (``jupyter nbconvert --execute``, papermill) sends ``false``: nobody will click a button
+    there, so an approval asked of it would wait forever. Outside a kernel this is True.
+    """
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return True
+    return bool(getattr(kernel, "_allow_stdin", True))
 
 
 def _is_terminal(shell: Any) -> bool:

@@ -152,14 +152,23 @@ class Kernel:
 
     # ------------------------------------------------------------------ shell
 
-    def run(self, code: str, timeout: float = 30.0, *, cell_id: str | None = None) -> Execution:
+    def run(
+        self,
+        code: str,
+        timeout: float = 30.0,
+        *,
+        cell_id: str | None = None,
+        allow_stdin: bool = True,
+    ) -> Execution:
         """Execute ``code`` and collect its IOPub messages until idle.
 
-        ``cell_id`` is sent in the request's metadata, as JupyterLab does (``cellId``).
+        ``cell_id`` is sent in the request's metadata, as JupyterLab does (``cellId``), and
+        ``allow_stdin`` is true, as JupyterLab sends it (nbclient sends false: kode_nb then
+        denies approvals, nobody being there to click).
         """
         content = {
             "code": code, "silent": False, "store_history": True, "user_expressions": {},
-            "allow_stdin": False, "stop_on_error": True,
+            "allow_stdin": allow_stdin, "stop_on_error": True,
         }  # fmt: skip
         msg = self.kc.session.msg(
             "execute_request", content, metadata={"cellId": cell_id} if cell_id else {}

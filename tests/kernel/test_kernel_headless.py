@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from .cells import NOTE_TOOL
+
 nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra")
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -61,6 +63,9 @@ def make():
     "h",  # shown again: the final record, the same display id
     "result = await run\nprint(result.status, '|', result.output)",
     "late = %tool slow_echo text=late wait=60",  # still going when the notebook ends
+    NOTE_TOOL,
+    # nobody can click Approve under a runner: denied at once, saying how to let it run
+    "w = %tool write_note path=a.txt text=hi\nr = await w\nprint(r.status, '|', RAN, '|', r.text)",
 ]
 
 
@@ -208,3 +213,13 @@ def test_a_call_still_going_at_the_end_says_so(executed: Any) -> None:
     assert plain.startswith("slow_echo: ")
     assert "(call " in plain
     assert "Not finished when this output was saved" in plain, plain
+
+
+def test_an_approval_under_a_runner_is_denied_not_awaited(executed: Any) -> None:
+    """A runner sends cells with ``allow_stdin: false``: nobody is there to click, so the call
+    is denied at once with the way to let it run, and the notebook goes on (no hang)."""
+    out = executed["cells"][11]["outputs"]
+    printed = "".join(_text(o.get("text", "")) for o in out)
+    assert printed.startswith("denied | [] | "), printed
+    assert "%approval auto" in printed
+    assert "nbconvert" in printed
