@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kode_nb._format import format_duration, shorten
 from kode_nb._redact import redact
+from kode_nb.traces._compact import compact as compact_trace
 from kode_nb.ui import record_html as RH
 
 if TYPE_CHECKING:
@@ -277,7 +278,16 @@ def run_record(
         if steps is not None:
             data["steps"] = steps
     data = redact(data)
-    return Record("run", data, RH.run_html(data), RH.run_text(data))
+    return _run(data)
+
+
+def _run(data: dict[str, Any]) -> Record:
+    """The run record of ``data`` (its trace plain JSON): the fallbacks drawn from the plain
+    trace, the trace saved in its compact form."""
+    html, text = RH.run_html(data), RH.run_text(data)
+    if data["trace"] is not None:
+        data["trace"] = compact_trace(data["trace"])
+    return Record("run", data, html, text)
 
 
 def framework_run_record(
@@ -310,7 +320,7 @@ def framework_run_record(
         "trace": _jsonable(trace.to_dict()) if trace is not None else None,
     }
     data = redact(data)
-    return Record("run", data, RH.run_html(data), RH.run_text(data))
+    return _run(data)
 
 
 def framework_run_bundle(run: Any) -> dict[str, Any]:
@@ -381,9 +391,10 @@ def _output_text(output: Any) -> str:
 
 
 def trace_record(trace: Trace) -> Record:
-    """The record of a trace: its ``kode_nb.trace/v2`` JSON, unchanged."""
-    data = _jsonable(trace.to_dict())
-    return Record("trace", data, RH.trace_html(data), RH.trace_text(data))
+    """The record of a trace: its ``kode_nb.trace/v2`` JSON in the compact saved form
+    (:mod:`kode_nb.traces._compact`; :meth:`Trace.from_dict` reads it back)."""
+    plain = _jsonable(trace.to_dict())
+    return Record("trace", compact_trace(plain), RH.trace_html(plain), RH.trace_text(plain))
 
 
 def divergence_record(divergence: Divergence) -> Record:

@@ -1,0 +1,105 @@
+/**
+ * The compact saved form (core/compact.ts) read into the same traces as the plain form: every
+ * case of tests/trace_compact_cases.json (written by kode_nb/traces/_compact.py, checked by
+ * tests/test_trace_compact.py), so the Python and TypeScript readers cannot drift.
+ */
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+import { CompactSpan, isCompact } from '../src/core/compact';
+import { flatten, parseTrace, RecordError, SpanData } from '../src/core/trace';
+import { applyFilter } from '../src/core/filter';
+
+interface Case {
+  name: string;
+  plain: Record<string, unknown>;
+  compact: Record<string, unknown>;
+}
+
+const FILE = resolve(__dirname, '..', '..', '..', 'tests', 'trace_compact_cases.json');
+const CASES = (JSON.parse(readFileSync(FILE, 'utf-8')) as { cases: Case[] }).cases;
+
+/** The plain form as the viewer reads it: times that are not numbers are null. */
+function asRead(span: Record<string, unknown>): unknown {
+  const out: Record<string, unknown> = { ...span };
+  for (const key of ['started_at', 'ended_at', 'duration']) {
+    out[key] = typeof span[key] === 'number' ? span[key] : null;
+  }
+  out['children'] = (span['children'] as Record<string, unknown>[]).map(asRead);
+  return out;
+}
+
+for (const c of CASES) {
+  test(`${c.name}: read from its compact form into the same trace`, () => {
+    assert.ok(isCompact(c.compact) && !isCompact(c.plain));
+    const trace = parseTrace(c.compact);
+    assert.equal(trace.schema, c.plain['schema']);
+    assert.equal(trace.trace_id, c.plain['trace_id']);
+    assert.ok(trace.root instanceof CompactSpan);
+    // every value, times to the last bit (deepStrictEqual tells 0 from -0)
+    assert.deepStrictEqual(
+      JSON.parse(JSON.stringify(trace.root)),
+      JSON.parse(JSON.stringify(asRead(c.plain['root'] as Record<string, unknown>)))
+    );
+    const fromCompact = flatten(trace);
+    const fromPlain = flatten(parseTrace(c.plain));
+    assert.equal(fromCompact.spans.length, c.compact['spans']);
+    const row = (s: (typeof fromPlain.spans)[number]) => [
+      s.span.name,
+      s.depth,
+      s.parent,
+      s.size,
+      s.start,
+      s.end,
+      s.tokens,
+      s.subtreeTokens,
+      s.critical
+    ];
+    assert.deepStrictEqual(fromCompact.spans.map(row), fromPlain.spans.map(row));
+  });
+}
+
+test('a compact span decodes its attributes only when read, and one attribute alone', () => {
+  const real = CASES.find(c => c.name === 'a real run')!;
+  const flat = flatten(parseTrace(real.compact));
+  const model = flat.spans.find(s => s.span.kind === 'model_call')!.span as CompactSpan;
+  const lazy = (s: SpanData) => (s as unknown as { lazy: { decoded: unknown } }).lazy.decoded;
+  assert.equal(lazy(model), null); // flatten summed its tokens without decoding the rest
+  assert.ok(model.attribute('usage'));
+  assert.equal(lazy(model), null);
+  assert.ok(Array.isArray(model.attributes['messages']));
+  assert.notEqual(lazy(model), null);
+  // nothing internal shows in the span's keys or its JSON
+  assert.ok(!Object.keys(model).includes('lazy'));
+  assert.ok(!('lazy' in JSON.parse(JSON.stringify(model))));
+});
+
+test('search finds arguments, results and model text in a compact trace as in the plain one', () => {
+  const real = CASES.find(c => c.name === 'a real run')!;
+  for (const query of ['researcher', '42', 'division', 'really']) {
+    const filter = { query, kinds: new Set<string>(), statuses: new Set<string>() };
+    const a = applyFilter(flatten(parseTrace(real.compact)), filter);
+    const b = applyFilter(flatten(parseTrace(real.plain)), filter);
+    assert.deepStrictEqual([...a.match], [...b.match], query);
+    assert.ok(a.matchCount > 0, query);
+  }
+});
+
+test('a compact form or version this viewer does not read is refused in words', () => {
+  const c = CASES[0].compact;
+  assert.throws(
+    () => parseTrace({ ...c, format: 'kode_nb.compact/9' }),
+    (e: Error) =>
+      e instanceof RecordError && /reads kode_nb\.compact\/1\); update kode_nb/.test(e.message)
+  );
+  assert.throws(() => parseTrace({ ...c, data: '{' }), RecordError);
+  const tables = JSON.parse(String(c['data']));
+  tables.columns.depth = [0, 0];
+  assert.throws(() => parseTrace({ ...c, data: JSON.stringify(tables) }), /column/);
+  const bad = JSON.parse(String(c['data']));
+  bad.columns.name[0] = 10 ** 9;
+  assert.throws(() => parseTrace({ ...c, data: JSON.stringify(bad) }), /not an index/);
+});
