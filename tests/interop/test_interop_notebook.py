@@ -10,6 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kode_nb.traces import Trace
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 NOTEBOOK = ROOT / "notebooks" / "06-frameworks.ipynb"
 RUN_MIME = "application/vnd.kode-nb.run+json"
@@ -77,7 +79,7 @@ def test_both_framework_runs_were_approved_and_saved_with_their_traces() -> None
     assert set(records) == {"pa_note_taker", "sdk_note_taker"}
     for name, record in records.items():
         assert record["status"] == "completed", name
-        root = record["trace"]["root"]
+        root = Trace.from_dict(record["trace"]).to_dict()["root"]  # saved compact or plain
         assert root["attributes"]["framework"] in ("pydantic-ai", "openai-agents")
         (call,) = _tool_calls(root)
         assert call["status"] == "ok"

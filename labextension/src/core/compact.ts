@@ -83,7 +83,14 @@ class Values {
 }
 
 const OWN = new Set(['kind', 'name', 'span_id', 'started_at', 'ended_at', 'duration']);
-OWN.add('status').add('error').add('children').add('lazy');
+OWN.add('status').add('error').add('children');
+
+/** Where a span keeps what it decodes on demand: symbol keys, so no key list or JSON shows them. */
+const VALUES: unique symbol = Symbol('kode_nb.values');
+const ATTRS: unique symbol = Symbol('kode_nb.attributes');
+const EVENTS: unique symbol = Symbol('kode_nb.events');
+
+const NO_CHILDREN: SpanData[] = [];
 
 /** A span of a compact trace: its attributes and events are decoded when first read. */
 export class CompactSpan implements SpanData {
@@ -96,53 +103,75 @@ export class CompactSpan implements SpanData {
   duration: number | null = null;
   status: string;
   error: string | null;
-  children: SpanData[] = [];
+  /** Shared (empty) until the first child is added: a leaf allocates no array. */
+  children: SpanData[] = NO_CHILDREN;
+  private [VALUES]: Values;
+  /** The index of its attributes, until they are decoded; then the object. */
+  private [ATTRS]: number | Record<string, unknown>;
+  private [EVENTS]: number | TraceEvent[];
 
   constructor(
     values: Values,
-    row: { kind: unknown; name: unknown; id: unknown; status: unknown; error: unknown },
+    kind: unknown,
+    name: unknown,
+    id: unknown,
+    status: unknown,
+    error: unknown,
     attributes: number,
     events: number
   ) {
-    this.kind = text(values.value(row.kind), 'span');
-    this.name = text(values.value(row.name), '(unnamed)');
-    this.span_id = text(values.value(row.id), '');
-    this.status = text(values.value(row.status), 'unknown');
-    const error = values.value(row.error);
-    this.error = typeof error === 'string' ? error : null;
-    Object.defineProperty(this, 'lazy', {
-      value: { values, attributes, events, decoded: null, eventList: null },
-      enumerable: false
-    });
+    this.kind = text(values.value(kind), 'span');
+    this.name = text(values.value(name), '(unnamed)');
+    this.span_id = text(values.value(id), '');
+    this.status = text(values.value(status), 'unknown');
+    const err = values.value(error);
+    this.error = typeof err === 'string' ? err : null;
+    this[VALUES] = values;
+    this[ATTRS] = attributes;
+    this[EVENTS] = events;
   }
 
   get attributes(): Record<string, unknown> {
-    const lazy = this.lazy as Lazy;
-    if (lazy.decoded === null) {
-      const value = lazy.values.value(lazy.attributes);
-      lazy.decoded = isObject(value) ? value : {};
+    const attrs = this[ATTRS];
+    if (typeof attrs !== 'number') {
+      return attrs;
     }
-    return lazy.decoded;
+    const value = this[VALUES].value(attrs);
+    return (this[ATTRS] = isObject(value) ? value : {});
   }
 
   get events(): TraceEvent[] {
-    const lazy = this.lazy as Lazy;
-    if (lazy.eventList === null) {
-      const value = lazy.values.value(lazy.events);
-      lazy.eventList = (Array.isArray(value) ? value : []).filter(isObject).map(e => ({
-        ...e,
-        name: text(e['name'], 'event'),
-        time: typeof e['time'] === 'number' ? e['time'] : null,
-        attributes: isObject(e['attributes']) ? e['attributes'] : {}
-      }));
+    const events = this[EVENTS];
+    if (typeof events !== 'number') {
+      return events;
     }
-    return lazy.eventList;
+    const value = this[VALUES].value(events);
+    return (this[EVENTS] = (Array.isArray(value) ? value : []).filter(isObject).map(e => ({
+      ...e,
+      name: text(e['name'], 'event'),
+      time: typeof e['time'] === 'number' ? e['time'] : null,
+      attributes: isObject(e['attributes']) ? e['attributes'] : {}
+    })));
+  }
+
+  /** Whether its attributes have been decoded (for tests). */
+  get decoded(): boolean {
+    return typeof this[ATTRS] !== 'number';
   }
 
   /** One attribute, without decoding the others. */
   attribute(key: string): unknown {
-    const lazy = this.lazy as Lazy;
-    return lazy.decoded !== null ? lazy.decoded[key] : lazy.values.field(lazy.attributes, key);
+    const attrs = this[ATTRS];
+    return typeof attrs === 'number' ? this[VALUES].field(attrs, key) : attrs[key];
+  }
+
+  /** Add a child span (in order). */
+  adopt(child: CompactSpan): void {
+    if (this.children === NO_CHILDREN) {
+      this.children = [child];
+    } else {
+      this.children.push(child);
+    }
   }
 
   /** The span as the plain form has it (JSON.stringify uses this: a download, a copy). */
@@ -169,14 +198,6 @@ export class CompactSpan implements SpanData {
   }
 }
 
-interface Lazy {
-  values: Values;
-  attributes: number;
-  events: number;
-  decoded: Record<string, unknown> | null;
-  eventList: TraceEvent[] | null;
-}
-
 function text(value: unknown, fallback: string): string {
   return value === null || value === undefined ? fallback : String(value);
 }
@@ -193,9 +214,10 @@ function tick(q: unknown): number {
   return scale;
 }
 
+/** A time written as its JSON text: a number (the same double JSON.parse gives), else null. */
 function raw(code: string): number | null {
-  const value: unknown = JSON.parse(code);
-  return typeof value === 'number' ? value : null;
+  const value = Number(code);
+  return code.trim() !== '' && !Number.isNaN(value) ? value : null;
 }
 
 const COLUMNS = ['depth', 'kind', 'name', 'span_id', 'status', 'error', 'attributes', 'events'];
@@ -241,40 +263,47 @@ export function readCompact(data: JsonObject): TraceData {
   const base = typeof time['base'] === 'number' ? time['base'] : 0;
   const scale = tick(time['q']);
   const dscale = tick(time['dq']);
-  const stack: CompactSpan[] = [];
+  const stack: CompactSpan[] = []; // stack[d]: the last span at depth d
+  let open = 0; // how many of stack are ancestors of the next span, plus one
   let root: CompactSpan | null = null;
   let k = 0;
+  const [kinds, names, ids, statuses, errors] = [c.kind, c.name, c.span_id, c.status, c.error];
+  const [attributes, events, starts, ends, durations] = [
+    c.attributes,
+    c.events,
+    c.start,
+    c.end,
+    c.duration
+  ];
   for (let i = 0; i < n; i++) {
     const d = c.depth[i];
-    if (typeof d !== 'number' || !(d >= 0 && d <= stack.length) || (d === 0) !== (i === 0)) {
+    if (typeof d !== 'number' || !(d >= 0 && d <= open) || d % 1 || (d === 0) !== (i === 0)) {
       throw new RecordError(`kode_nb trace: span ${i} has depth ${String(d)}`);
     }
     const span = new CompactSpan(
       values,
-      {
-        kind: c.kind[i],
-        name: c.name[i],
-        id: c.span_id[i],
-        status: c.status[i],
-        error: c.error[i]
-      },
-      c.attributes[i] as number,
-      c.events[i] as number
+      kinds[i],
+      names[i],
+      ids[i],
+      statuses[i],
+      errors[i],
+      attributes[i] as number,
+      events[i] as number
     );
-    const start = c.start[i];
+    const start = starts[i];
     if (typeof start === 'number') {
       k += start;
       span.started_at = base + k * scale;
     } else if (typeof start === 'string') {
       span.started_at = raw(start);
     }
-    const end = c.end[i];
+    const end = ends[i];
     if (typeof end === 'number' && typeof start === 'number') {
       span.ended_at = base + (k + end) * scale;
     } else if (typeof end === 'string') {
       span.ended_at = raw(end);
     }
-    const duration = c.duration[i];
+    const duration = durations[i];
     if (typeof duration === 'number') {
       span.duration = duration * dscale;
     } else if (typeof duration === 'string') {
@@ -290,13 +319,13 @@ export function readCompact(data: JsonObject): TraceData {
         }
       }
     }
-    stack.length = d;
     if (d > 0) {
-      stack[d - 1].children.push(span);
+      stack[d - 1].adopt(span);
     } else {
       root = span;
     }
-    stack.push(span);
+    stack[d] = span;
+    open = d + 1;
   }
   return {
     schema: String(data['schema']),
