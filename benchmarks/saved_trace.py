@@ -18,7 +18,7 @@ The saved forms compared (the JSON MIME data only):
 For each: bytes in the ``.ipynb``, and the time to read it back: in Python (``json.loads`` of the
 notebook text, then ``Trace.from_dict``) and in the extension's reader under Node (``JSON.parse``
 of the notebook text, then ``parseTrace`` + ``flatten``: what the viewer does before drawing;
-needs ``jlpm test`` to have built ``labextension/build-test``).
+compiled here with the extension's own ``tsc``; skipped without ``labextension/node_modules``).
 
 Writes ``benchmarks/results/saved_trace.txt``.
 """
@@ -41,18 +41,19 @@ sys.path.insert(0, str(ROOT))  # the repo root, for tests.kernel
 from tests.kernel.trace_records import TRACE_MIME, sample_trace, synthetic_trace  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
-BUILT = ROOT / "labextension" / "build-test" / "src" / "core" / "trace.js"
+TSC = ROOT / "labextension" / "node_modules" / ".bin" / "tsc"
 
 NODE_READ = """
 const { readFileSync } = require('fs');
-const { parseTrace, flatten } = require(process.argv[2]);
-const text = readFileSync(process.argv[3], 'utf8');
+const [reader, file, mime] = process.argv.slice(-3);
+const { parseTrace, flatten } = require(reader);
+const text = readFileSync(file, 'utf8');
 let best = {};
 for (let r = 0; r < 3; r++) {
   const t0 = performance.now();
   const nb = JSON.parse(text);
   const t1 = performance.now();
-  let data = nb.cells[0].outputs[0].data[process.argv[4]];
+  let data = nb.cells[0].outputs[0].data[mime];
   if (typeof data === 'string') { data = JSON.parse(data); }
   const flat = flatten(parseTrace(data));
   const t2 = performance.now();
@@ -100,15 +101,23 @@ def _python_read(text: str) -> float:
     return best
 
 
-def _node_read(text: str) -> dict[str, float] | None:
-    node = shutil.which("node")
-    if node is None or not BUILT.exists():
+def _build_reader(folder: Path) -> Path | None:
+    """The extension's trace reader compiled to CommonJS in ``folder`` (None: no node or tsc)."""
+    if shutil.which("node") is None or not TSC.exists():
+        return None
+    config = ROOT / "labextension" / "tsconfig.test.json"
+    subprocess.run([str(TSC), "-p", str(config), "--outDir", str(folder)], check=True)
+    return folder / "src" / "core" / "trace.js"
+
+
+def _node_read(reader: Path | None, text: str) -> dict[str, float] | None:
+    if reader is None:
         return None
     with tempfile.NamedTemporaryFile("w", suffix=".ipynb", encoding="utf-8") as f:
         f.write(text)
         f.flush()
         out = subprocess.run(
-            [node, "-e", NODE_READ, str(BUILT), f.name, TRACE_MIME],
+            ["node", "-e", NODE_READ, str(reader), f.name, TRACE_MIME],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
     result: dict[str, float] = json.loads(out.stdout)
@@ -121,7 +130,6 @@ def main() -> int:
     args = parser.parse_args()
 
     from kode_nb.traces import Trace
-    from kode_nb.traces._compact import compact
     from kode_nb.ui.records import trace_record
 
     lines = ["kode_nb trace records saved in a notebook (nbformat 4, as written to disk)", ""]
@@ -150,6 +158,22 @@ def main() -> int:
         "(json.loads of the notebook + Trace.from_dict) and in the extension under Node",
         "(JSON.parse of the notebook + parseTrace + flatten), best of 2-3:",
     ]
+    with tempfile.TemporaryDirectory() as built:
+        reader = _build_reader(Path(built))
+        lines += _compare(compared, reader)
+    text = "\n".join(lines) + "\n"
+    if args.out == "-":
+        print(text, end="")
+    else:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(text, end="")
+    return 0
+
+
+def _compare(compared: list[tuple[str, int, dict[str, Any]]], reader: Path | None) -> list[str]:
+    from kode_nb.traces._compact import compact
+
+    lines = []
     for label, spans, data in compared:
         plain = json.loads(json.dumps(data))
         forms = {
@@ -163,23 +187,17 @@ def main() -> int:
             size = len(text.encode()) - len(_empty().encode())
             base = base or size
             py = _python_read(text)
-            js = _node_read(text)
+            js = _node_read(reader, text)
             node = (
                 f"node {js['total']:7.0f} ms (parse {js['parse']:.0f}, read {js['read']:.0f})"
                 if js
-                else "node: not measured (run jlpm test first)"
+                else "node: not measured (no node or no labextension/node_modules)"
             )
             lines.append(
                 f"  {label:>18} {form:>10}: {size / spans:6,.0f} B/span ({size / 1e6:6.2f} MB, "
                 f"{base / size:4.1f}x smaller); python {py * 1000:7.0f} ms; {node}"
             )
-    text = "\n".join(lines) + "\n"
-    if args.out == "-":
-        print(text, end="")
-    else:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(text, end="")
-    return 0
+    return lines
 
 
 if __name__ == "__main__":
