@@ -132,8 +132,8 @@ class _Values:
         if isinstance(value, list | tuple):
             refs = tuple(map(self.ref, value))
             return self._add(("a", refs), [0, *refs])
-        if isinstance(value, str):
-            return self.ref(str(value))
+        if isinstance(value, str):  # a str subclass (a StrEnum member): its text, as json writes
+            return self.ref(str.__str__(value))
         if value is None or isinstance(value, bool):
             return self._add(("b", value), value)
         if isinstance(value, int):
@@ -196,8 +196,9 @@ def _walk(root: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], int]]:
 
 def compact(trace: Mapping[str, Any]) -> dict[str, Any]:
     """The compact form of ``trace``, a ``Trace.to_dict()`` made plain JSON (string keys; a
-    tuple is written as a list). A span key left out is written as its default (as
-    ``Span.from_dict`` reads it); a value that is not JSON raises ``TypeError``."""
+    tuple is written as a list, a str or int subclass as its value). A span key left out is
+    written as null (``{}`` for attributes, ``[]`` for events); a value that is not JSON raises
+    ``TypeError``."""
     with _no_gc():
         return _compact(trace)
 
