@@ -125,3 +125,38 @@ test('a compact form or version this viewer does not read is refused in words', 
   bad.columns.name[0] = 10 ** 9;
   assert.throws(() => parseTrace({ ...c, data: JSON.stringify(bad) }), /not an index/);
 });
+
+test('a compact trace 5,000 spans deep is read and flattened without recursion', () => {
+  const n = 5000;
+  const col = (v: unknown) => new Array(n).fill(v);
+  // values: 0 "run", 1 "span", 2 "ok", 3 null, 4 {} (an object node with no keys: key list 5), 5 []
+  const values = ['run', 'span', 'ok', null, [6], [0], [0]];
+  values[4] = [1 + 5];
+  const columns = {
+    depth: Array.from({ length: n }, (_, i) => i),
+    kind: col(0),
+    name: col(1),
+    span_id: col(1),
+    status: col(2),
+    error: col(3),
+    attributes: col(4),
+    events: col(5),
+    start: col(1),
+    end: col(2),
+    duration: col(3)
+  };
+  const data = JSON.stringify({ values, time: { base: 0, q: 0, dq: 0 }, columns });
+  const trace = parseTrace({
+    schema: 'kode_nb.trace/v2',
+    format: 'kode_nb.compact/1',
+    trace_id: 't',
+    spans: n,
+    data
+  });
+  const flat = flatten(trace);
+  assert.equal(flat.spans.length, n);
+  assert.equal(flat.spans[n - 1].depth, n - 1);
+  assert.equal(flat.spans[n - 1].start, n); // start ticks are deltas: 1 each
+  assert.equal(flat.spans[n - 1].end, n + 2);
+  assert.deepEqual(flat.spans[n - 1].span.attributes, {});
+});
