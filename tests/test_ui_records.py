@@ -335,3 +335,20 @@ async def test_a_divergence_record_keeps_to_the_record_rules(registry: Any) -> N
     assert (data["turn"], data["what"]) == (2, "answer")
     assert "&lt;three&gt;" in record.html
     assert record.text.startswith("◆ parent and fork first differ at turn 2: answer")
+
+
+def test_a_shown_traces_text_tree_keeps_its_first_lines_and_says_how_many_more() -> None:
+    from kode_nb.ui.trace_html import TEXT_LINES, trace_bundle, trace_text
+
+    root = Span(kind="run", name="main", status="completed", duration=1.0)
+    turn = Span(kind="turn", name="turn 1", status="ok", duration=1.0)  # folded: no line
+    root.children.append(turn)
+    turn.children.extend(
+        Span(kind="tool_call", name=f"t{i}", status="ok", duration=0.001) for i in range(500)
+    )
+    text = trace_bundle(Trace(root=root))["text/plain"]
+    lines = text.splitlines()
+    assert len(lines) == TEXT_LINES + 1
+    assert lines[1].startswith("  t0 [ok]")  # the turn's spans one level under the run
+    assert lines[-1] == f"… {501 - TEXT_LINES} more spans (the trace viewer shows all)"
+    assert trace_text(Trace(root=root)).count("\n") == 500  # uncapped: every span
