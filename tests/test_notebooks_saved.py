@@ -80,3 +80,21 @@ def test_finished_calls_and_runs_are_final_records() -> None:
     assert statuses["run"]
     assert set(statuses["run"]) == {"completed"}
     assert set(statuses["call"]) <= {"ok", "invalid", "denied"}
+
+
+def test_saved_traces_are_compact_and_read_back() -> None:
+    from kode_nb.traces import Trace
+
+    traces = 0
+    for path in NOTEBOOKS:
+        for cell, out in _outputs(path):
+            data = out.get("data", {})
+            for trace in (
+                data.get("application/vnd.kode-nb.trace+json"),
+                (data.get("application/vnd.kode-nb.run+json") or {}).get("trace"),
+            ):
+                if trace is not None:
+                    traces += 1
+                    assert trace["format"] == "kode_nb.compact/1", f"{path.name} cell {cell}"
+                    assert len(Trace.from_dict(trace).spans()) == trace["spans"]
+    assert traces > 0

@@ -19,6 +19,7 @@ from kode_nb.execution import Executor
 from kode_nb.models import ScriptedModel, call
 from kode_nb.tools import ToolRegistry
 from kode_nb.traces import Span, Trace
+from kode_nb.traces._compact import expand
 from kode_nb.ui.agent_static import StaticRunView
 from kode_nb.ui.agent_view import RunView
 from kode_nb.ui.call_view import CallView
@@ -188,7 +189,8 @@ def test_a_run_record_has_the_answer_the_usage_and_the_trace() -> None:
     assert data["output"] == "**done**"
     assert data["prompt"] == "Go"
     assert data["interrupted"] is None
-    assert data["trace"] == json.loads(json.dumps(result.trace.to_dict()))
+    assert data["trace"]["format"] == "kode_nb.compact/1"  # saved compact, read back whole
+    assert expand(data["trace"]) == json.loads(json.dumps(result.trace.to_dict()))
     assert "<strong>done</strong>" in record.html  # markdown, rendered
     assert record.text.startswith("agent main: completed, 2 turns")
 
@@ -219,7 +221,7 @@ def test_a_big_trace_shows_its_first_spans_and_how_many_more() -> None:
     root.children.append(Span(kind="future_kind", name="new", attributes={"x": 1}))
     record = trace_record(Trace(root=root))
     data = assert_record(record.bundle(), "trace")
-    assert len(data["root"]["children"]) == 2_001  # the JSON has everything
+    assert len(expand(data)["root"]["children"]) == 2_001  # the JSON has everything
     assert record.html.count("<details") == MAX_SPANS + 1
     assert f"… {2_002 - MAX_SPANS:,} more spans not shown" in record.html
     assert len(record.html) < 100_000
@@ -333,3 +335,20 @@ async def test_a_divergence_record_keeps_to_the_record_rules(registry: Any) -> N
     assert (data["turn"], data["what"]) == (2, "answer")
     assert "&lt;three&gt;" in record.html
     assert record.text.startswith("◆ parent and fork first differ at turn 2: answer")
+
+
+def test_a_shown_traces_text_tree_keeps_its_first_lines_and_says_how_many_more() -> None:
+    from kode_nb.ui.trace_html import TEXT_LINES, trace_bundle, trace_text
+
+    root = Span(kind="run", name="main", status="completed", duration=1.0)
+    turn = Span(kind="turn", name="turn 1", status="ok", duration=1.0)  # folded: no line
+    root.children.append(turn)
+    turn.children.extend(
+        Span(kind="tool_call", name=f"t{i}", status="ok", duration=0.001) for i in range(500)
+    )
+    text = trace_bundle(Trace(root=root))["text/plain"]
+    lines = text.splitlines()
+    assert len(lines) == TEXT_LINES + 1
+    assert lines[1].startswith("  t0 [ok]")  # the turn's spans one level under the run
+    assert lines[-1] == f"… {501 - TEXT_LINES} more spans (the trace viewer shows all)"
+    assert trace_text(Trace(root=root)).count("\n") == 500  # uncapped: every span

@@ -265,7 +265,12 @@ class Trace:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Trace:
         """Load a trace saved with :meth:`to_dict` (v1, v2 or v3); another schema raises
-        ``ValueError`` naming the versions read."""
+        ``ValueError`` naming the versions read. The compact saved form (``"format"``,
+        :mod:`kode_nb.traces._compact`) is read too."""
+        if "format" in data:
+            from kode_nb.traces._compact import expand
+
+            data = expand(data)
         schema = data.get("schema")
         if schema not in READABLE_SCHEMAS:
             newer = isinstance(schema, str) and schema.startswith("kode_nb.trace/")

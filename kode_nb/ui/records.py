@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kode_nb._format import format_duration, shorten
 from kode_nb._redact import redact
+from kode_nb.traces._compact import compact as compact_trace
 from kode_nb.ui import record_html as RH
 
 if TYPE_CHECKING:
@@ -132,6 +133,16 @@ class Record:
 def _jsonable(value: Any) -> Any:
     """``value`` as plain JSON (tuples to lists, unknown objects to strings)."""
     return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _saved_trace(plain: dict[str, Any]) -> dict[str, Any]:
+    """The compact saved form of a trace's JSON (:mod:`kode_nb.traces._compact`). It is written
+    straight from ``Trace.to_dict()``; a value that is not JSON is first made JSON as the plain
+    form always was (100,000 spans: 2.6 s saved by not copying the JSON when it is)."""
+    try:
+        return compact_trace(plain)
+    except TypeError:
+        return compact_trace(_jsonable(plain))
 
 
 def _bounded(text: str, limit: int, *, tail: bool) -> tuple[str, bool]:
@@ -270,14 +281,23 @@ def run_record(
         "interrupted": interrupted,
         "warnings": list(warnings),
         "cost": result.cost if result is not None else None,
-        "trace": _jsonable(trace.to_dict()) if trace is not None else None,
+        "trace": trace.to_dict() if trace is not None else None,
     }
     if data["trace"] is not None:
         steps = steps_of(data["trace"]["root"])
         if steps is not None:
             data["steps"] = steps
     data = redact(data)
-    return Record("run", data, RH.run_html(data), RH.run_text(data))
+    return _run(data)
+
+
+def _run(data: dict[str, Any]) -> Record:
+    """The run record of ``data`` (its trace plain JSON): the fallbacks drawn from the plain
+    trace, the trace saved in its compact form."""
+    html, text = RH.run_html(data), RH.run_text(data)
+    if data["trace"] is not None:
+        data["trace"] = _saved_trace(data["trace"])
+    return Record("run", data, html, text)
 
 
 def framework_run_record(
@@ -307,10 +327,10 @@ def framework_run_record(
         "interrupted": None,
         "warnings": [],
         "cost": a.get("cost"),
-        "trace": _jsonable(trace.to_dict()) if trace is not None else None,
+        "trace": trace.to_dict() if trace is not None else None,
     }
     data = redact(data)
-    return Record("run", data, RH.run_html(data), RH.run_text(data))
+    return _run(data)
 
 
 def framework_run_bundle(run: Any) -> dict[str, Any]:
@@ -381,9 +401,10 @@ def _output_text(output: Any) -> str:
 
 
 def trace_record(trace: Trace) -> Record:
-    """The record of a trace: its ``kode_nb.trace/v2`` JSON, unchanged."""
-    data = _jsonable(trace.to_dict())
-    return Record("trace", data, RH.trace_html(data), RH.trace_text(data))
+    """The record of a trace: its ``kode_nb.trace/v2`` JSON in the compact saved form
+    (:mod:`kode_nb.traces._compact`; :meth:`Trace.from_dict` reads it back)."""
+    plain = trace.to_dict()
+    return Record("trace", _saved_trace(plain), RH.trace_html(plain), RH.trace_text(plain))
 
 
 def divergence_record(divergence: Divergence) -> Record:

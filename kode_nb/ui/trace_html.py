@@ -181,30 +181,37 @@ def _line(span: Span) -> str:
     return text
 
 
-def trace_text(trace: Trace) -> str:
-    """The trace as an indented tree, one line per span (turn spans folded)."""
+TEXT_LINES = 200
+"""Lines of the text tree a saved trace output keeps (``text/plain``); the rest is "N more"."""
+
+
+def trace_text(trace: Trace, *, max_lines: int | None = None) -> str:
+    """The trace as an indented tree, one line per span (turn spans folded); past
+    ``max_lines`` lines, one "… N more spans" line instead of the rest."""
     lines: list[str] = []
-
-    def walk(span: Span, depth: int) -> None:
-        if span.kind == "turn":
-            for child in span.children:
-                walk(child, depth)
-            return
-        lines.append("  " * depth + _line(span))
-        for child in span.children:
-            walk(child, depth + 1)
-
-    walk(trace.root, 0)
+    more = 0
+    todo: list[tuple[Span, int]] = [(trace.root, 0)]
+    while todo:  # depth first, without recursion (a deep trace cannot overflow)
+        span, depth = todo.pop()
+        if span.kind != "turn":
+            if max_lines is not None and len(lines) >= max_lines:
+                more += 1
+            else:
+                lines.append("  " * depth + _line(span))
+        below = depth if span.kind == "turn" else depth + 1
+        todo.extend((c, below) for c in reversed(span.children))
+    if more:
+        lines.append(f"… {more:,} more span{'s' if more != 1 else ''} (the trace viewer shows all)")
     return "\n".join(lines)
 
 
 def trace_bundle(trace: Trace) -> dict[str, Any]:
     """The trace's static record (``application/vnd.kode-nb.trace+json``), whose HTML fallback
-    survives sanitizers, with the full text tree as ``text/plain``."""
+    survives sanitizers, with the text tree's first :data:`TEXT_LINES` lines as ``text/plain``."""
     from kode_nb.ui.records import trace_record
 
     bundle = trace_record(trace).bundle()
-    bundle["text/plain"] = trace_text(trace)
+    bundle["text/plain"] = trace_text(trace, max_lines=TEXT_LINES)
     return bundle
 
 

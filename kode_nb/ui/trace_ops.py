@@ -59,6 +59,13 @@ def _trace_json(data: Mapping[str, Any]) -> Mapping[str, Any]:
             f"the request has no trace: expected the trace record's JSON object under 'trace', "
             f"got {type(trace).__name__}"
         )
+    if "format" in trace:  # the compact saved form: the limits hold for the trace it stands for
+        from kode_nb.traces._compact import expand
+
+        try:
+            trace = expand(trace)
+        except ValueError as exc:
+            raise ConfigurationError(f"not a usable kode_nb trace: {exc}") from None
     _check_shape(trace)
     schema = trace.get("schema")
     if not (isinstance(schema, str) and schema.startswith("kode_nb.trace/")):

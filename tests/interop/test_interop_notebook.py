@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kode_nb.traces import Trace
 from tests._notebooks import ROOT, assert_built_by, assert_executed_in_order, code_cells
 
 NOTEBOOK = ROOT / "notebooks" / "06-frameworks.ipynb"
@@ -45,7 +46,7 @@ def test_both_framework_runs_were_approved_and_saved_with_their_traces() -> None
     assert set(records) == {"pa_note_taker", "sdk_note_taker"}
     for name, record in records.items():
         assert record["status"] == "completed", name
-        root = record["trace"]["root"]
+        root = Trace.from_dict(record["trace"]).to_dict()["root"]  # saved compact or plain
         assert root["attributes"]["framework"] in ("pydantic-ai", "openai-agents")
         (call,) = _tool_calls(root)
         assert call["status"] == "ok"

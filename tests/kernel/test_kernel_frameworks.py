@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from kode_nb.traces import Trace
+
 from .cells import NOTE_TOOL, WAIT_FOR_CANCEL
 from .harness import Kernel, Msg
 
@@ -108,13 +110,13 @@ def test_a_pydantic_ai_run_waits_for_the_approve_click_and_saves_its_trace(kerne
     )
     assert (record["agent"], record["status"], record["output"]) == ("writer", "completed", "done")
     assert kernel.value("'pa.txt' in RAN, h.result().output") == "True done"
-    (tool,) = _spans(record["trace"]["root"], "tool_call")
+    (tool,) = _spans(Trace.from_dict(record["trace"]).to_dict()["root"], "tool_call")
     assert tool["status"] == "ok"
     assert tool["attributes"]["result"]["text"] == "wrote pa.txt"
     resolved = [e for e in tool["events"] if e["name"] == "approval_resolved"]
     assert resolved[0]["attributes"]["approved"] is True
     assert resolved[0]["attributes"]["decided_by"] == "notebook"
-    assert len(_spans(record["trace"]["root"], "model_call")) == 2
+    assert len(_spans(Trace.from_dict(record["trace"]).to_dict()["root"], "model_call")) == 2
 
 
 def test_a_denial_and_a_validation_error_reach_the_pydantic_ai_model(kernel: Kernel) -> None:
@@ -144,7 +146,7 @@ def test_an_openai_agents_run_waits_for_the_approve_click(kernel: Kernel) -> Non
     )
     assert (record["agent"], record["status"]) == ("sdk_writer", "completed")
     assert kernel.value("'oa.txt' in RAN, s.result().final_output") == "True done"
-    (tool,) = _spans(record["trace"]["root"], "tool_call")
+    (tool,) = _spans(Trace.from_dict(record["trace"]).to_dict()["root"], "tool_call")
     assert tool["attributes"]["result"]["text"] == "wrote oa.txt"
 
 
@@ -159,7 +161,7 @@ def test_a_langchain_run_waits_for_the_approve_click(kernel: Kernel) -> None:
     )
     assert (record["agent"], record["status"]) == ("lc_writer", "completed")
     assert kernel.value("'lc.txt' in RAN, l.result()") == "True done"
-    (tool,) = _spans(record["trace"]["root"], "tool_call")
+    (tool,) = _spans(Trace.from_dict(record["trace"]).to_dict()["root"], "tool_call")
     assert tool["attributes"]["call_id"] == "c1"
     assert tool["attributes"]["result"]["text"] == "wrote lc.txt"
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from kode_nb.traces import Trace
+
 from .cells import NOTE_TOOL
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra")
@@ -192,8 +194,8 @@ def test_a_run_that_ended_is_saved_final_with_its_trace(executed: Any) -> None:
     assert record["status"] == "completed"
     assert record["output"] == "It said FIG."
     assert record["turns"] == 2
-    trace = record["trace"]
-    assert trace is not None
+    assert record["trace"] is not None
+    trace = Trace.from_dict(record["trace"]).to_dict()  # saved compact or plain
     assert trace["schema"].startswith("kode_nb.trace/")
     kinds = json.dumps(trace)
     assert '"tool_call"' in kinds

@@ -5,6 +5,8 @@ session: its registry, policy and approvals; an explicit executor still wins. An
 
 from __future__ import annotations
 
+from kode_nb.traces import Trace
+
 from .conftest import EVERY_KERNEL
 from .harness import Kernel
 
@@ -110,4 +112,4 @@ def test_a_run_result_and_a_trace_display_as_records(kernel: Kernel) -> None:
     assert {"text/html", "text/plain"} <= set(data)
     traced = kernel.ok("res.trace")
     (tdata,) = [d for d in traced.outputs if TRACE in d]
-    assert tdata[TRACE]["root"]["kind"] == "run"
+    assert Trace.from_dict(tdata[TRACE]).root.kind == "run"  # saved in the compact form

@@ -105,7 +105,11 @@ def synthetic_trace(n_spans: int, *, t0: float = 1_700_000_000.0) -> dict[str, A
 
 
 def records(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """One record of each kind (docs/RECORDS.md) as the kernel saves it: MIME type -> data."""
+    """One record of each kind (docs/RECORDS.md) as the kernel saves it: MIME type -> data. The
+    trace record holds the plain trace JSON (as earlier versions saved it), the run record the
+    compact form (as this one does): a saved notebook shows both read."""
+    from kode_nb.traces._compact import compact
+
     root = trace["root"]
     a = root["attributes"]
     run = {
@@ -113,7 +117,7 @@ def records(trace: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "status": root["status"], "turns": a["turns"],
         "usage": {"input_tokens": a["usage"]["input_tokens"], "output_tokens": None},
         "duration": root["duration"], "prompt": a["prompt"], "output": a["output"],
-        "error": None, "interrupted": None, "warnings": [], "trace": trace,
+        "error": None, "interrupted": None, "warnings": [], "trace": compact(trace),
     }  # fmt: skip
     call = {
         "schema": "kode_nb.call/v1", "tool": "write_note", "call_id": "call-7", "kind": "edit",

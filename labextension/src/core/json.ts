@@ -5,6 +5,9 @@
 
 export type JsonObject = Record<string, unknown>;
 
+/** Why a record could not be shown, in words for the reader. */
+export class RecordError extends Error {}
+
 /** A JSON object (not null, not an array). */
 export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -3,7 +3,10 @@
  * order with parent links, subtree sizes, times, tokens and the critical path. No DOM here.
  */
 
-import { asText, isObject, num } from './json';
+import { CompactSpan, isCompact, readCompact } from './compact';
+import { asText, isObject, num, RecordError } from './json';
+
+export { RecordError };
 
 export const TRACE_SCHEMA = 'kode_nb.trace/v3';
 /**
@@ -73,9 +76,6 @@ export interface FlatTrace {
   end: number;
 }
 
-/** Why a record could not be shown, in words for the reader. */
-export class RecordError extends Error {}
-
 /**
  * Check a record's `schema` ("kode_nb.<kind>/v<major>"): a different kind or an unknown major
  * version raises a RecordError with a readable message.
@@ -109,6 +109,9 @@ const EMPTY: never[] = [];
 
 /** The span's own fields, typed; extra keys stay (copied by reference, not deep). */
 function normalizeSpan(raw: unknown, where: () => string): SpanData {
+  if (raw instanceof CompactSpan) {
+    return raw; // read from the compact form: typed already, attributes decoded on demand
+  }
   if (!isObject(raw)) {
     throw new RecordError(`kode_nb trace: span at ${where()} is not an object`);
   }
@@ -145,9 +148,15 @@ function normalizeEvents(events: unknown): TraceEvent[] {
   }));
 }
 
-/** Validate and normalise a trace record (children are normalised by flatten). */
+/**
+ * Validate and normalise a trace record (children are normalised by flatten); the compact saved
+ * form (core/compact.ts) is read into the same TraceData.
+ */
 export function parseTrace(data: unknown): TraceData {
   const obj = checkSchema(data, 'trace', TRACE_MAJORS);
+  if (isCompact(obj)) {
+    return readCompact(obj);
+  }
   if (!isObject(obj['root'])) {
     throw new RecordError('kode_nb trace: the record has no "root" span');
   }
@@ -161,9 +170,17 @@ export function parseTrace(data: unknown): TraceData {
 
 const NO_TOKENS: Tokens = Object.freeze({ input: null, output: null }) as Tokens;
 
+/** One attribute of a span; a compact trace's span decodes that one alone. */
+export function attributeOf(span: SpanData, key: string): unknown {
+  return span instanceof CompactSpan ? span.attribute(key) : span.attributes[key];
+}
+
 function usageOf(span: SpanData): Tokens {
-  const usage = span.attributes['usage'];
-  if ((span.kind !== 'model_call' && span.kind !== 'run') || !isObject(usage)) {
+  if (span.kind !== 'model_call' && span.kind !== 'run') {
+    return NO_TOKENS;
+  }
+  const usage = attributeOf(span, 'usage');
+  if (!isObject(usage)) {
     return NO_TOKENS;
   }
   return { input: num(usage['input_tokens']), output: num(usage['output_tokens']) };

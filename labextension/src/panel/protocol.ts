@@ -4,6 +4,7 @@
  */
 
 import { isObject, JsonObject, num, str, strings } from '../core/json';
+import { isCompact } from '../core/compact';
 
 type Obj = JsonObject;
 
@@ -119,7 +120,7 @@ function joined(v: unknown): string {
 
 /**
  * The kode_nb traces shown in a cell's nbformat outputs: trace records, and the trace inside a
- * run record; only `trace_id` when given. Each is the record's JSON as saved.
+ * run record (plain or compact); only `trace_id` when given. Each is the record's JSON as saved.
  */
 export function tracesInOutputs(outputs: unknown, traceId?: string): Obj[] {
   const found: Obj[] = [];
@@ -127,7 +128,7 @@ export function tracesInOutputs(outputs: unknown, traceId?: string): Obj[] {
     const data = isObject(out['data']) ? out['data'] : {};
     const run = data[RUN_MIME];
     for (const trace of [data[TRACE_MIME], isObject(run) ? run['trace'] : null]) {
-      if (isObject(trace) && isObject(trace['root'])) {
+      if (isObject(trace) && (isObject(trace['root']) || isCompact(trace))) {
         if (traceId === undefined || trace['trace_id'] === traceId) {
           found.push(trace);
         }
