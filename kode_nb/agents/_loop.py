@@ -484,7 +484,10 @@ class Agent:
             cost=totals["cost"],
         )
         self.last_result = result
-        remember_trace(st.trace, model=self.model if st.depth == 0 else None)
+        if st.depth == 0:  # what fork() continues with: this run's model and executor
+            remember_trace(st.trace, model=self.model, executor=st.executor)
+        else:
+            remember_trace(st.trace)
         st.emit(RunFinished, status=st.status, result=result)
         return result
 
