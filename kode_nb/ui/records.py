@@ -263,6 +263,7 @@ def run_record(
         "status": status,
         "turns": turns,
         "usage": {"input_tokens": tokens[0], "output_tokens": tokens[1]},
+        "total_usage": _total_usage(trace),
         "duration": duration,
         "prompt": prompt,
         "output": output,
@@ -278,6 +279,14 @@ def run_record(
             data["steps"] = steps
     data = redact(data)
     return Record("run", data, RH.run_html(data), RH.run_text(data))
+
+
+def _total_usage(trace: Trace | None) -> dict[str, Any] | None:
+    """The run's tokens with its subagents' (the run span's ``total_usage``), if recorded."""
+    total = trace.root.attributes.get("total_usage") if trace is not None else None
+    if not isinstance(total, Mapping):
+        return None
+    return {"input_tokens": total.get("input_tokens"), "output_tokens": total.get("output_tokens")}
 
 
 def framework_run_record(
