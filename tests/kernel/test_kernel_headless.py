@@ -61,6 +61,14 @@ def make():
     "h",  # shown again: the final record, the same display id
     "result = await run\nprint(result.status, '|', result.output)",
     "late = %tool slow_echo text=late wait=60",  # still going when the notebook ends
+    # a run from Python, awaited: its live view in this cell is saved as its final record
+    "api = await kode_nb.Agent(model=ScriptedModel([call('slow_echo', text='pear', wait=0.1),"
+    " 'It said PEAR.']), tools=['slow_echo']).run('Echo pear.')",
+    # one in the background, ending while the next cell runs
+    "bg = asyncio.ensure_future(kode_nb.Agent(model=ScriptedModel([call('slow_echo',"
+    " text='lime', wait=0.5), 'It said LIME.']), tools=['slow_echo']).run('Echo lime.'))\n"
+    "await asyncio.sleep(0.1)",
+    "await asyncio.sleep(1.5)",
 ]
 
 
@@ -208,3 +216,16 @@ def test_a_call_still_going_at_the_end_says_so(executed: Any) -> None:
     assert plain.startswith("slow_echo: ")
     assert "(call " in plain
     assert "Not finished when this output was saved" in plain, plain
+
+
+@pytest.mark.parametrize(("index", "answer"), [(10, "It said PEAR."), (11, "It said LIME.")])
+def test_a_run_from_python_is_saved_final_in_its_cell(
+    executed: Any, index: int, answer: str
+) -> None:
+    (data,) = _data(executed, index)
+    assert WIDGET not in data
+    assert LIVE not in data
+    record = data[RUN]
+    assert record["status"] == "completed"
+    assert record["output"] == answer
+    assert '"tool_call"' in json.dumps(record["trace"])
