@@ -52,6 +52,7 @@ from kode_nb.debug._fork_point import Edit, ForkPoint, fork_edit, fork_point, tu
 from kode_nb.debug._replay import CallIds, _model_calls, load_trace, recorded_agent
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
+from kode_nb.execution._session_defaults import refresh_run
 from kode_nb.models._cost import rollup
 from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import Model, ModelEvent, ModelRequest
@@ -341,4 +342,6 @@ def _mark(
         cost=totals["cost"],
     )
     remember_trace(result.trace, model=live)
-    return dataclasses.replace(result, cost=totals["cost"])
+    marked = dataclasses.replace(result, cost=totals["cost"])
+    refresh_run(marked)  # in a notebook: the fork's live view, ended, shows its marks too
+    return marked

@@ -21,7 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RunWatch", "SessionParts", "install", "run_watchers", "session_parts", "uninstall"]
+__all__ = [
+    "RunWatch",
+    "SessionParts",
+    "install",
+    "refresh_run",
+    "run_watchers",
+    "session_parts",
+    "uninstall",
+]
 
 RunWatch = Callable[[Any, str], "Callable[[Any], None] | None"]
 """``(agent, run_id) -> on_event`` for a top-level run on the session's executor: the callback
@@ -72,3 +80,13 @@ def run_watchers(agent: Any, run_id: str, executor: Any) -> tuple[Callable[[Any]
         return ()
     watch = parts.watch_run(agent, run_id)
     return () if watch is None else (watch,)
+
+
+def refresh_run(result: Any) -> None:
+    """``result``'s run ended earlier and the result was completed since (a fork links it to
+    its parent): the run's live view, if the session shows one, shows the result as it is now
+    (``watch_run.refresh``)."""
+    parts = session_parts()
+    refresh = getattr(parts.watch_run, "refresh", None) if parts is not None else None
+    if callable(refresh):
+        refresh(result)

@@ -11,10 +11,11 @@ replaced in place by the run record, before the awaiting cell goes on, so the sa
 final; the session's :class:`~kode_nb.ui._finals.FinalRelay` sends it again from a later cell
 for headless runners when the run ended after its cell.
 
-The run's result displayed as the value of the cell that showed its view (``forked`` in the
-cell "Fork from here" inserts) does not draw a second record: it refreshes the view's with
-that result (:func:`show_result`), which may carry what was added after the run ended (a
-fork's link to its parent). Elsewhere it displays as its run record.
+What is added to a result after its run ended (a fork's link to its parent, its replayed
+spans) reaches the view too: ``kode_nb.fork`` asks for it (:meth:`PythonRuns.refresh`, through
+``refresh_run``). The run's result displayed as the value of the cell that showed its view
+(``forked`` in the cell "Fork from here" inserts) does not draw a second record: it refreshes
+the view's (:func:`show_result`). Elsewhere it displays as its run record.
 
 Not watched: runs a magic started (they have their own view), runs outside a kernel (terminal
 IPython, scripts: today's behaviour), runs on an executor of their own (an explicit
@@ -94,6 +95,17 @@ class PythonRuns:
             return None
         return view
 
+    def refresh(self, result: Any) -> bool:
+        """Show ``result`` (completed after its run ended) in its run's ended view, if this
+        session shows one; whether it did."""
+        view = self.views.get(str(getattr(result, "run_id", "")))
+        if view is None or not getattr(view, "final", False) or result.trace is None:
+            return False
+        view.result, view.trace = result, result.trace
+        if view.display_handle is not None:
+            view.display_handle.update(view)
+        return True
+
 
 class _Watched:
     """One watched run: its view appears at ``RunStarted`` and ends at its ``RunFinished``."""
@@ -140,9 +152,6 @@ def show_result(result: Any) -> bool:
     runs = parts.watch_run if parts is not None else None
     if not isinstance(runs, PythonRuns):
         return False
-    view = runs.shown_here(str(getattr(result, "run_id", "")))
-    if view is None or not getattr(view, "final", False) or result.trace is None:
+    if runs.shown_here(str(getattr(result, "run_id", ""))) is None:
         return False
-    view.result, view.trace = result, result.trace  # what was added after the run ended too
-    view.display_handle.update(view)
-    return True
+    return runs.refresh(result)

@@ -192,8 +192,7 @@ def test_fork_and_replay_from_python_show_their_runs_live(kernel: Kernel) -> Non
     start = len(kernel.log)
     forked = kernel.ok(
         "forked = await kode_nb.fork(res, at=1, edit='look again',"
-        " model=ScriptedModel(['seen']))\n"
-        "forked"
+        " model=ScriptedModel(['seen']))"
     )
     assert WIDGET in forked.outputs[0]
     final = _final_record(kernel, start, forked.msg_id)
@@ -202,7 +201,7 @@ def test_fork_and_replay_from_python_show_their_runs_live(kernel: Kernel) -> Non
         for m in forked.messages
         if m["msg_type"] == "update_display_data" and RUN in m["content"]["data"]
     ]
-    # the cell's value `forked` refreshed the view with the fork's link to its parent
+    # marked after its run ended, the fork refreshed its view: saved with the link to its parent
     assert records[-1]["trace"]["root"]["attributes"]["forked_from"]["turn"] == 1
     assert final[RUN]["output"] == "seen"
     start = len(kernel.log)
