@@ -191,8 +191,7 @@ def test_fork_and_replay_from_python_show_their_runs_live(kernel: Kernel) -> Non
     )
     start = len(kernel.log)
     forked = kernel.ok(
-        "forked = await kode_nb.fork(res, at=1, edit='look again',"
-        " model=ScriptedModel(['seen']))"
+        "forked = await kode_nb.fork(res, at=1, edit='look again', model=ScriptedModel(['seen']))"
     )
     assert WIDGET in forked.outputs[0]
     final = _final_record(kernel, start, forked.msg_id)
