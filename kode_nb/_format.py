@@ -14,7 +14,14 @@ import json
 import math
 from typing import Any
 
-__all__ = ["format_cost", "format_count", "format_duration", "format_tokens", "shorten"]
+__all__ = [
+    "format_cost",
+    "format_count",
+    "format_duration",
+    "format_run_tokens",
+    "format_tokens",
+    "shorten",
+]
 
 
 def _number(value: Any) -> float | None:
@@ -60,6 +67,20 @@ def format_tokens(input_tokens: Any, output_tokens: Any) -> str:
         return "tokens unknown"
     shown = ["?" if n is None else f"{n:,}" for n in (tin, tout)]
     return f"{shown[0]} in / {shown[1]} out tokens"
+
+
+def format_run_tokens(
+    input_tokens: Any, output_tokens: Any, all_input: Any = None, all_output: Any = None
+) -> str:
+    """A run's own tokens, labelled, and its subagents' included when they add any:
+    ``"this run: 12 in / 7 out tokens"``, ``"this run: 12 in / 7 out tokens; with subagents:
+    30 in / 9 out tokens"``. ``all_input``/``all_output`` are the whole tree's (the run span's
+    ``total_usage``); both unknown, or the same as the run's own: no second part."""
+    own = format_tokens(input_tokens, output_tokens)
+    every = (_count(all_input), _count(all_output))
+    if every == (None, None) or every == (_count(input_tokens), _count(output_tokens)):
+        return f"this run: {own}"
+    return f"this run: {own}; with subagents: {format_tokens(*every)}"
 
 
 def format_count(value: Any) -> str:

@@ -417,13 +417,14 @@ async def test_views_show_unknown_tokens_when_the_server_sends_no_usage() -> Non
             yield Finish(stop_reason="end_turn")
 
     static = StaticRunView(agent="main", run_id="run_x", style="text")
-    assert static._repr_mimebundle_()["text/plain"].endswith("0 in / 0 out tokens")
+    assert static._repr_mimebundle_()["text/plain"].endswith("this run: 0 in / 0 out tokens")
     result = await Agent(model=NoUsage()).run("Capital?", run_id="run_x", on_event=static.on_event)
     assert static._repr_mimebundle_()["text/plain"].endswith("tokens unknown")
     static.finish(result)
     final = static._repr_mimebundle_()
     assert (
-        final["text/plain"] == "agent main: completed, 1 turn, tokens unknown, cost unknown\nParis."
+        final["text/plain"]
+        == "agent main: completed, 1 turn, this run: tokens unknown, cost unknown\nParis."
     )
     assert "tokens unknown" in final["text/html"]
     data = final["application/vnd.kode-nb.run+json"]

@@ -202,7 +202,9 @@ def test_token_counts_a_server_did_not_send_show_as_unknown_not_zero() -> None:
     from kode_nb.ui.agent_static import run_summary
 
     assert run_summary("main", "completed", 2, (None, None)) == (
-        "agent main: completed, 2 turns, tokens unknown"
+        "agent main: completed, 2 turns, this run: tokens unknown"
     )
-    assert run_summary("main", "completed", 1, (12, None)).endswith("12 in / ? out tokens")
-    assert run_summary("main", "completed", 1, (0, 3)).endswith("0 in / 3 out tokens")
+    assert run_summary("main", "completed", 1, (12, None)).endswith(
+        "this run: 12 in / ? out tokens"
+    )
+    assert run_summary("main", "completed", 1, (0, 3)).endswith("this run: 0 in / 3 out tokens")

@@ -55,6 +55,7 @@ from kode_nb.agents._tools import run_tool_calls, unique_call_ids
 from kode_nb.agents._toolset import derive_executor, resolve_model, resolve_tools
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
+from kode_nb.execution._session_defaults import run_watchers
 from kode_nb.models._cost import rollup
 from kode_nb.models.base import (
     TOOL_CHOICES,
@@ -358,6 +359,8 @@ class Agent:
             )
         await _prepare(self.model)  # the server identified: its profile is on the run span
         rid = run_id or f"run_{secrets.token_hex(6)}"
+        if parent is None:  # in a notebook: the session's live view of a run on its executor
+            callbacks = (*callbacks, *run_watchers(self, rid, run_executor))
         depth = parent.depth + 1 if parent is not None else 0
         root = Span(kind="run", name=self.name)
         trace = Trace(root=root, trace_id=parent.trace.trace_id) if parent else Trace(root=root)
@@ -484,7 +487,10 @@ class Agent:
             cost=totals["cost"],
         )
         self.last_result = result
-        remember_trace(st.trace, model=self.model if st.depth == 0 else None)
+        if st.depth == 0:  # what fork() continues with: this run's model and executor
+            remember_trace(st.trace, model=self.model, executor=st.executor)
+        else:
+            remember_trace(st.trace)
         st.emit(RunFinished, status=st.status, result=result)
         return result
 

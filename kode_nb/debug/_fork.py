@@ -22,8 +22,11 @@ fork (the replayed turns are shown with it); ``model=`` is the live model, by de
 original run's model object when this process still has it (``kode_nb/traces/_known.py``;
 else ``model=`` is required and the error says so). Tool calls before the fork point always
 answer with their recorded results (a subagent call with its folded result: the subagent does
-not run); from the fork point on they run through ``executor`` (default: a new
-:class:`~kode_nb.Executor` on the current registry, so policy and approval apply).
+not run); from the fork point on they run through ``executor``: by default the executor the
+run itself used when this process still has it (its registry, policy and approvals: an agent
+whose tools live in a registry of their own forks with them), else a new
+:class:`~kode_nb.Executor` (in a notebook with kode_nb loaded, the session's), which must have
+the run's tools (else the error says to pass ``executor=``).
 
 The fork's trace is a ``kode_nb.trace/v2`` trace of its own. Its run span has ``forked_from``
 (``trace_id``, ``span_id``, ``turn``, ``kind``, ``call_id``, ``edited``, ``replayed_requests``);
@@ -50,11 +53,12 @@ from kode_nb.debug._recorded import recorded_content
 from kode_nb.debug._replay import CallIds, _model_calls, load_trace, recorded_agent
 from kode_nb.errors import ConfigurationError
 from kode_nb.execution._executor import Executor
+from kode_nb.execution._session_defaults import refresh_run
 from kode_nb.models._cost import rollup
 from kode_nb.models._replay import ReplayModel
 from kode_nb.models.base import Model, ModelEvent, ModelRequest
 from kode_nb.models.errors import ReplayDivergedError
-from kode_nb.traces._known import known_model, remember_trace
+from kode_nb.traces._known import known_executor, known_model, remember_trace
 from kode_nb.traces._trace import Span, Trace
 from kode_nb.types import TextBlock, ToolResult
 
@@ -168,6 +172,32 @@ def _live_model(trace: Trace, model: Any) -> Model:
     return known  # type: ignore[no-any-return]
 
 
+def _base_executor(trace: Trace, executor: Executor | None, config: Mapping[str, Any]) -> Executor:
+    """What runs the fork's calls from the fork point on: ``executor=``, else the run's own
+    executor when this process still has it (its registry, policy and approvals), else a new
+    :class:`~kode_nb.Executor` (in a notebook with kode_nb loaded: the session's), which must
+    have the run's tools."""
+    if executor is not None:
+        return executor
+    known = known_executor(trace.trace_id)
+    if isinstance(known, Executor):
+        return known
+    fresh = Executor()
+    tools = [str(t) for t in config.get("tools") or ()]
+    missing = [t for t in tools if fresh.registry.get(t) is None]
+    if missing:
+        fresh.close()
+        names = ", ".join(repr(t) for t in missing)
+        raise ConfigurationError(
+            f"fork: the run's tool{'s' if len(missing) > 1 else ''} {names} "
+            f"{'are' if len(missing) > 1 else 'is'} not in the current registry, and this "
+            "process does not have the executor the run used (a trace loaded from JSON, "
+            "recorded in another kernel, or dropped from the known traces): pass "
+            "executor=kode_nb.Executor(registry) with a registry that has them"
+        )
+    return fresh
+
+
 async def fork(
     trace_or_run: Any,
     *,
@@ -231,7 +261,7 @@ async def fork(
                     span, change.result, change.is_error, run=run
                 )
     forked = _ForkModel(replay, live, replayed)
-    run_executor = _ForkExecutor(executor if executor is not None else Executor(), answers)
+    run_executor = _ForkExecutor(_base_executor(trace, executor, config), answers)
     try:
         agent = Agent(model=forked, executor=run_executor, **config)  # type: ignore[arg-type]
         result = await agent.run(prompt, message_history=history, run_id=ids.run_id)
@@ -239,7 +269,21 @@ async def fork(
         run_executor.close()
     if log:
         raise log[0]
-    return _mark(result, trace, point, replayed, change, live, ids)
+    return _mark(_hint_model(result), trace, point, replayed, change, live, ids)
+
+
+def _hint_model(result: AgentRunResult) -> AgentRunResult:
+    """A fork that ran the run's own ScriptedModel out of turns says how to go on: ``model=``."""
+    error = result.error or ""
+    if result.status != "error" or "ScriptedModel ran out of turns" not in error:
+        return result
+    error += (
+        " The fork continued with the run's own ScriptedModel, whose script has no turn left "
+        "for it: pass model= (e.g. model=ScriptedModel([...]) with the turns after the fork "
+        "point, or a real model)."
+    )
+    result.trace.root.error = error
+    return dataclasses.replace(result, error=error)
 
 
 def _check_prompt_is_last(run: Span, point: ForkPoint, history_length: int) -> None:
@@ -303,4 +347,6 @@ def _mark(
         cost=totals["cost"],
     )
     remember_trace(result.trace, model=live)
-    return dataclasses.replace(result, cost=totals["cost"])
+    marked = dataclasses.replace(result, cost=totals["cost"])
+    refresh_run(marked)  # in a notebook: the fork's live view, ended, shows its marks too
+    return marked

@@ -425,6 +425,7 @@ def start_run(
     through the run (:mod:`kode_nb.stepping._step`; the pauses show buttons in the live view,
     and ``h.step`` drives them from a cell)."""
     from kode_nb.debug import Stepper
+    from kode_nb.ui._run_views import make_run_view
     from kode_nb.ui.agent_handle import AgentHandle
 
     run_id = f"run_{secrets.token_hex(6)}"
@@ -433,7 +434,7 @@ def start_run(
     except RuntimeError:
         loop = None
     style = session.style if loop is not None else "text"
-    view = _make_view(session, agent, run_id, style, loop or session._loop())
+    view = make_run_view(session, agent, run_id, style, loop or session._loop())
     stepper = None
     if step is not None:
         if loop is None:
@@ -487,30 +488,3 @@ def start_run(
 def _consume(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()  # retrieved: kept in handle.exception and shown in the view
-
-
-def _make_view(
-    session: KodeSession, agent: Agent, run_id: str, style: str, loop: asyncio.AbstractEventLoop
-) -> Any:
-    if style == "widget":
-        from kode_nb.ui.agent_view import RunView
-
-        def kind(name: str) -> str:
-            tool = session.registry.get(name)
-            return tool.kind.value if tool is not None else ""
-
-        return RunView(
-            agent=agent.name,
-            run_id=run_id,
-            model=agent.model.name,
-            kinds=kind,
-            register=session.views.__setitem__,
-            unregister=lambda cid: session.views.pop(cid, None),
-            rate=session.settings.update_rate,
-            loop=loop,
-        )
-    from kode_nb.ui.agent_static import StaticRunView
-
-    return StaticRunView(
-        agent=agent.name, run_id=run_id, style="html" if style == "html" else "text"
-    )

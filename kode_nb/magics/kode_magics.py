@@ -110,6 +110,8 @@ class KodeMagics(Magics):
         """What the extension registered (removed again on unload)."""
         self.parent_guard: Any = None
         """The kernel's :class:`~kode_nb.magics._parent_guard.ParentGuard` (None outside a kernel)."""
+        self._python_runs: Any = None
+        """The session's watcher of agent runs from Python (:mod:`kode_nb.ui._run_views`)."""
         from kode_nb.interop._host import set_host
 
         set_host(self._host)  # other frameworks' tool calls run in this session
@@ -169,9 +171,18 @@ class KodeMagics(Magics):
         """The session's registry, policy, approver and bus, for executors made bare in this
         kernel (:mod:`kode_nb.execution._session_defaults`)."""
         from kode_nb.execution._session_defaults import SessionParts
+        from kode_nb.ui._run_views import PythonRuns
 
         session = self.session
-        return SessionParts(session.registry, session.policy, session.approver, session.bus)
+        if self._python_runs is None or self._python_runs.session is not session:
+            self._python_runs = PythonRuns(session)  # its runs from Python show live views
+        return SessionParts(
+            session.registry,
+            session.policy,
+            session.approver,
+            session.bus,
+            watch_run=self._python_runs,
+        )
 
     def use_session_defaults(self) -> None:
         """Make executors built bare in this kernel the session's (:meth:`session_parts`)."""

@@ -17,7 +17,14 @@ from typing import Any
 from kode_nb.errors import ConfigurationError
 from kode_nb.traces._trace import Trace
 
-__all__ = ["LIMIT", "MAX_BYTES", "known_model", "known_trace", "remember_trace"]
+__all__ = [
+    "LIMIT",
+    "MAX_BYTES",
+    "known_executor",
+    "known_model",
+    "known_trace",
+    "remember_trace",
+]
 
 LIMIT = 256
 """How many traces are kept (least recently used dropped first)."""
@@ -27,15 +34,20 @@ MAX_BYTES = 200_000_000
 _TRACES: OrderedDict[str, Trace] = OrderedDict()
 _SIZES: dict[str, int] = {}
 _MODELS: dict[str, Any] = {}
+_EXECUTORS: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-def remember_trace(trace: Trace | Mapping[str, Any], *, model: Any = None) -> Trace:
+def remember_trace(
+    trace: Trace | Mapping[str, Any], *, model: Any = None, executor: Any = None
+) -> Trace:
     """Keep ``trace`` (a :class:`Trace` or its JSON dict) under its ``trace_id``; returns it.
 
-    ``model``: the model object the run called (what :func:`kode_nb.fork` continues with when
-    given no ``model=``); kept as long as the trace is. JSON handed over for a trace this
-    process already keeps (a front end's copy of a run of this kernel) leaves the kept one."""
+    ``model``: the model object the run called, and ``executor``: the executor that ran its
+    tool calls (its registry, policy, approver): what :func:`kode_nb.fork` continues with when
+    given no ``model=`` / ``executor=``; each kept as long as the trace is (given again, the
+    newer wins; not given, the kept one stays). JSON handed over for a trace this process
+    already keeps (a front end's copy of a run of this kernel) leaves the kept one."""
     if not isinstance(trace, Trace):
         with _LOCK:
             kept = (
@@ -55,9 +67,12 @@ def remember_trace(trace: Trace | Mapping[str, Any], *, model: Any = None) -> Tr
         _SIZES[trace.trace_id] = size
         if model is not None:
             _MODELS[trace.trace_id] = model
+        if executor is not None:
+            _EXECUTORS[trace.trace_id] = executor
         while len(_TRACES) > 1 and (len(_TRACES) > LIMIT or sum(_SIZES.values()) > MAX_BYTES):
             dropped = _TRACES.popitem(last=False)[0]
             _MODELS.pop(dropped, None)
+            _EXECUTORS.pop(dropped, None)
             _SIZES.pop(dropped, None)
     return trace
 
@@ -93,6 +108,14 @@ def known_model(trace_id: str) -> Any:
     (``None`` otherwise: a trace loaded from JSON, or recorded in another kernel)."""
     with _LOCK:
         return _MODELS.get(trace_id)
+
+
+def known_executor(trace_id: str) -> Any:
+    """The executor that ran the tool calls of trace ``trace_id``'s run, if this process still
+    has it (``None`` otherwise: a trace loaded from JSON, recorded in another kernel, or
+    dropped from the table)."""
+    with _LOCK:
+        return _EXECUTORS.get(trace_id)
 
 
 def known_trace(trace_id: str) -> Trace:

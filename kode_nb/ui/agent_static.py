@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from kode_nb._format import format_tokens, shorten
+from kode_nb._format import format_run_tokens, shorten
 from kode_nb._redact import redact_text
 from kode_nb.ui.html import BOX, PRE, clip, esc, status_badge
 from kode_nb.ui.record_html import count_of
@@ -47,7 +47,8 @@ def run_summary(agent: str, status: str, turns: int, tokens: tuple[int | None, i
     """One plain line about a run (the ``text/plain`` of its view)."""
     label = "running" if status == "running" else status
     return (
-        f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, {format_tokens(*tokens)}"
+        f"agent {agent}: {label}, {turns} turn{'s' if turns != 1 else ''}, "
+        f"{format_run_tokens(*tokens)}"
     )
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
-from kode_nb._format import format_duration, format_tokens
+from kode_nb._format import format_duration, format_run_tokens
 from kode_nb._redact import redact_text
 from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
@@ -422,7 +422,7 @@ class RunView(W.VBox):  # type: ignore[misc]
             state = f"{status_badge('ok' if self.status in _STATUS_OK else 'error', self.status.replace('_', ' '))} {took}"
         return (
             f"{_AGENT_BADGE} <b>{esc(self.agent)}</b> <code>{esc(self.model)}</code> {state}"
-            f' <span style="{MUTED}">turn {self.turns} · {format_tokens(*self.tokens)}'
+            f' <span style="{MUTED}">turn {self.turns} · {format_run_tokens(*self.tokens)}'
             f'</span> <small style="{MUTED}">{esc(self.run_id)}</small>'
         )
 

@@ -10,7 +10,9 @@ until an object is first displayed; ``%unload_ext`` removes them. A renderer key
 * :data:`BUNDLE` — a whole MIME bundle: a record's JSON (``application/vnd.kode-nb.*+json``,
   drawn by the JupyterLab extension) with its sanitizer-safe HTML and text (runs, traces,
   divergences, an approval inbox);
-* :data:`LIVE` — a live view the object displays itself as (a running batch of many runs).
+* :data:`LIVE` — a live view the object displays itself as (a running batch of many runs), or
+  refreshes (a run's result in the cell showing its live view); a renderer raising
+  ``NotImplementedError`` declines, and the object displays through the tables above.
 
 :func:`show_started` is what the core calls (through :mod:`kode_nb._live`) to show work it
 started and returned at once (``kode_nb.run_many``'s batch).
@@ -144,9 +146,21 @@ def _show_comparison(comparison: Any) -> None:
         _show_batch(batch)
 
 
+def _show_run(result: Any) -> None:
+    """A run's result displayed in the cell that shows the run's live view (a run from Python
+    on the session's executor): that view is refreshed with it, nothing more is drawn.
+    Anywhere else this declines (``NotImplementedError``: IPython's formatters then go on to
+    :data:`BUNDLE`, the run record)."""
+    from kode_nb.ui._run_views import show_result
+
+    if not show_result(result):
+        raise NotImplementedError("not shown live in this cell: displayed as its run record")
+
+
 LIVE: dict[str, Callable[[Any], None]] = {
     "many": _show_batch,
     "comparison": _show_comparison,
+    "run": _show_run,
 }
 """Renderer key -> ``obj -> None``: displays ``obj`` itself (a live view)."""
 

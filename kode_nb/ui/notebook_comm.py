@@ -56,15 +56,31 @@ def register(magics: KodeMagics) -> bool:
     if manager is None:
         return False
     channels = _CHANNELS
+    loop = _kernel_loop(magics.shell)
 
     def opened(comm: Any, msg: Any) -> None:
         try:
-            channels.append(NotebookChannel(comm, magics, channels))
+            channels.append(NotebookChannel(comm, magics, channels, loop=loop))
         except Exception:  # never let a panel break the kernel
             log.exception("kode_nb.notebook comm failed to open")
 
     manager.register_target(TARGET, opened)
     return True
+
+
+def _kernel_loop(shell: Any) -> asyncio.AbstractEventLoop:
+    """The kernel's own event loop, where cells, calls and the session live (``register`` runs
+    in a cell: ``%load_ext``). A comm opens in a kernel subshell's thread where the front end
+    uses subshells (JupyterLab 4.6 on ipykernel 7), whose loop is that subshell's and stops
+    when the subshell is deleted: updates scheduled there would never be sent."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        io_loop = getattr(getattr(shell, "kernel", None), "io_loop", None)
+        found = getattr(io_loop, "asyncio_loop", None)
+        if isinstance(found, asyncio.AbstractEventLoop):
+            return found
+        return asyncio.get_event_loop_policy().get_event_loop()
 
 
 def unregister(magics: KodeMagics) -> None:
@@ -118,16 +134,22 @@ def _disconnected(future: asyncio.Future[Any]) -> None:
 class NotebookChannel:
     """One open ``kode_nb.notebook`` comm: pushes tool state, answers cards, relays requests."""
 
-    def __init__(self, comm: Any, magics: KodeMagics, channels: list[NotebookChannel]) -> None:
+    def __init__(
+        self,
+        comm: Any,
+        magics: KodeMagics,
+        channels: list[NotebookChannel],
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         from kode_nb.builtins.notebook import LINK
 
         self.comm = comm
         self.session = magics.session
         self.channels = channels
-        try:
-            self.loop = asyncio.get_running_loop()
-        except RuntimeError:  # opened outside the loop (a subshell thread): the kernel's loop
-            self.loop = asyncio.get_event_loop_policy().get_event_loop()
+        self.loop = loop if loop is not None else _kernel_loop(magics.shell)
+        """The kernel's loop: ``tools_changed`` is scheduled and sent there, never on the
+        thread the comm opened in (a subshell's, which may stop)."""
         self.sent = 0
         """``tools``/``tools_changed`` messages sent (for tests and benchmarks)."""
         self._pending: dict[str, asyncio.Future[Any]] = {}
@@ -174,8 +196,11 @@ class NotebookChannel:
             if self._scheduled or self._closed:
                 return
             self._scheduled = True
-        with contextlib.suppress(RuntimeError):  # a closed loop: the kernel is going away
+        try:
             self.loop.call_soon_threadsafe(self._schedule)
+        except RuntimeError:  # a closed loop: the kernel is going away; nothing is pending
+            with self._lock:
+                self._scheduled = False
 
     def _schedule(self) -> None:
         delay = max(0.0, self._last + 1.0 / RATE - time.monotonic())

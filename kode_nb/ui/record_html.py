@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb._format import format_cost, format_duration, format_tokens
+from kode_nb._format import format_cost, format_duration, format_run_tokens, format_tokens
 
 __all__ = [
     "MAX_SPANS",
@@ -198,6 +198,19 @@ def call_text(data: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- runs
 
 
+def run_tokens(data: Mapping[str, Any]) -> str:
+    """A run record's tokens, labelled: this run's own, and with its subagents' when they add
+    any (a record saved before ``total_usage`` was recorded shows its own only)."""
+    own = data.get("usage") or {}
+    total = data.get("total_usage") or {}
+    return format_run_tokens(
+        own.get("input_tokens"),
+        own.get("output_tokens"),
+        total.get("input_tokens"),
+        total.get("output_tokens"),
+    )
+
+
 def run_head(data: Mapping[str, Any]) -> str:
     turns = data.get("turns", 0)
     model = f" <code>{_esc(data['model'])}</code>" if data.get("model") else ""
@@ -205,7 +218,7 @@ def run_head(data: Mapping[str, Any]) -> str:
         f"agent <b>{_esc(data['agent'])}</b>{model}",
         _esc(_status(str(data["status"]))),
         f"{turns} turn{'s' if turns != 1 else ''}",
-        _esc(_tokens(data.get("usage"))),
+        _esc(run_tokens(data)),
         _esc(_cost_of(data)),
         _esc(format_duration(data.get("duration"))),
     )
@@ -243,7 +256,7 @@ def run_text(data: Mapping[str, Any]) -> str:
         for p in (
             f"agent {data['agent']}: {data['status'].replace('_', ' ')}",
             f"{turns} turn{'s' if turns != 1 else ''}",
-            _tokens(data.get("usage")),
+            run_tokens(data),
             _cost_of(data),
         )
         if p

@@ -274,6 +274,7 @@ def run_record(
         "status": status,
         "turns": turns,
         "usage": {"input_tokens": tokens[0], "output_tokens": tokens[1]},
+        "total_usage": _total_usage(trace),
         "duration": duration,
         "prompt": prompt,
         "output": output,
@@ -298,6 +299,14 @@ def _run(data: dict[str, Any]) -> Record:
     if data["trace"] is not None:
         data["trace"] = _saved_trace(data["trace"])
     return Record("run", data, html, text)
+
+
+def _total_usage(trace: Trace | None) -> dict[str, Any] | None:
+    """The run's tokens with its subagents' (the run span's ``total_usage``), if recorded."""
+    total = trace.root.attributes.get("total_usage") if trace is not None else None
+    if not isinstance(total, Mapping):
+        return None
+    return {"input_tokens": total.get("input_tokens"), "output_tokens": total.get("output_tokens")}
 
 
 def framework_run_record(

@@ -272,27 +272,52 @@ function toolSection(s: SpanData): HTMLElement[] {
   ];
 }
 
+/** A value in one wrapping line: a string as it is, anything else as compact JSON. */
+function inline(value: unknown): string {
+  if (typeof value === 'string') {
+    return value;
+  }
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * Attributes as a key/value grid: each key on one line in a column as wide as the longest key (at
+ * most a third of the pane), its value beside it, wrapping within the rest of the width.
+ */
+export function keyValues(attributes: Record<string, unknown>): HTMLElement {
+  const grid = h('dl.kode-nb-kv');
+  for (const [key, value] of Object.entries(attributes)) {
+    grid.append(h('dt', { title: key }, key), h('dd', null, inline(value)));
+  }
+  return grid;
+}
+
 function eventsSection(flat: FlatTrace, s: SpanData): HTMLElement | null {
   if (!s.events.length) {
     return null;
   }
-  const rows = s.events.map(e =>
+  const events = s.events.map(e =>
     h(
-      'tr',
+      'div.kode-nb-event',
       null,
       h(
-        'td.kode-nb-num',
+        'div.kode-nb-event-head',
         null,
-        e.time === null ? '' : `+${formatDuration(e.time - flat.start, '0 s')}`
+        h(
+          'span.kode-nb-num.kode-nb-muted',
+          null,
+          e.time === null ? '' : `+${formatDuration(e.time - flat.start, '0 s')}`
+        ),
+        h('code', null, e.name)
       ),
-      h('td', null, h('code', null, e.name)),
-      h('td', null, Object.keys(e.attributes).length ? pretty(e.attributes) : '')
+      Object.keys(e.attributes).length ? keyValues(e.attributes) : null
     )
   );
-  return section(
-    `Events (${s.events.length})`,
-    h('table.kode-nb-events', null, h('tbody', null, ...rows))
-  );
+  return section(`Events (${s.events.length})`, h('div.kode-nb-events', null, ...events));
 }
 
 function forkButton(action: () => void): HTMLElement {
@@ -333,7 +358,7 @@ export function renderDetails(
   } else if (span.kind === 'tool_call') {
     body = toolSection(span);
   } else {
-    body = [section('Attributes', block(pretty(a)))];
+    body = Object.keys(a).length ? [section('Attributes', keyValues(a))] : [];
   }
   const known = [
     'kind',

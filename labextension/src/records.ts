@@ -2,7 +2,7 @@
 
 import { block, Child, copyButton, h, pretty } from './dom';
 import { statusBadge } from './details';
-import { formatCost, formatDuration, formatTokens } from './core/format';
+import { formatCost, formatDuration, formatRunTokens } from './core/format';
 import { asText, isObject } from './core/json';
 import { stepsSummary } from './core/steps';
 import { checkSchema, parseTrace } from './core/trace';
@@ -21,6 +21,17 @@ function header(...parts: Child[]): HTMLElement {
   return h('div.kode-nb-record-header', null, ...parts);
 }
 
+/** "this run: 12 in / 7 out tokens; with subagents: 30 in / 9 out tokens" (the second part
+ * only when subagents added tokens). */
+function runTokens(own: Record<string, unknown>, total: Record<string, unknown>): string {
+  return formatRunTokens(
+    own['input_tokens'],
+    own['output_tokens'],
+    total['input_tokens'] ?? null,
+    total['output_tokens'] ?? null
+  );
+}
+
 export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
   const r = checkSchema(data, 'run');
   const usage = isObject(r['usage']) ? r['usage'] : {};
@@ -32,7 +43,7 @@ export function renderRun(data: unknown, markdown: MarkdownRenderer): Rendered {
       r['model'] ? h('span.kode-nb-muted', null, asText(r['model'])) : null,
       statusBadge(asText(r['status'], 'unknown')),
       h('span', null, `${asText(r['turns'], '?')} turn${r['turns'] === 1 ? '' : 's'}`),
-      h('span', null, formatTokens(usage['input_tokens'], usage['output_tokens'])),
+      h('span', null, runTokens(usage, isObject(r['total_usage']) ? r['total_usage'] : {})),
       'cost' in r ? h('span.kode-nb-cost', null, formatCost(r['cost'] ?? null)) : null,
       h('span', null, formatDuration(r['duration'], '–'))
     )

@@ -2,7 +2,7 @@
 
 import { h } from './dom';
 import { spanCost } from './core/cost';
-import { formatCost } from './core/format';
+import { compactTokens, formatCost } from './core/format';
 import { FlatSpan } from './core/trace';
 
 export interface RowEls {
@@ -54,6 +54,43 @@ export function rowMeta(s: FlatSpan): string {
     parts.push(s.span.kind === 'tool_call' ? `Σ ${cost}` : cost);
   }
   return parts.join(' · ');
+}
+
+/** Whether a span's own tokens and its subtree's differ (subagents or nested calls added some). */
+function subtreeAdds(s: FlatSpan): boolean {
+  return s.tokens.input !== s.subtreeTokens.input || s.tokens.output !== s.subtreeTokens.output;
+}
+
+/**
+ * The tokens column of a row: a model call's own; any other span's subtree, marked Σ. Its title
+ * says which is which.
+ */
+export function rowTokens(s: FlatSpan): { text: string; title: string } {
+  const own = compactTokens(s.tokens);
+  const sub = compactTokens(s.subtreeTokens);
+  if (s.span.kind === 'model_call') {
+    return { text: own, title: own ? `this model call: ${own} tokens (in→out)` : '' };
+  }
+  if (!sub) {
+    return { text: '', title: '' };
+  }
+  const title =
+    s.span.kind === 'run' && own && subtreeAdds(s)
+      ? `Σ with subagents: ${sub} tokens (in→out); this run: ${own}`
+      : `Σ of the model calls under it: ${sub} tokens (in→out)`;
+  return { text: `Σ ${sub}`, title };
+}
+
+/** The trace summary's tokens: the whole tree's, labelled when subagents added to the run's own. */
+export function summaryTokens(root: FlatSpan): string {
+  const sub = compactTokens(root.subtreeTokens);
+  if (!sub) {
+    return '';
+  }
+  const own = compactTokens(root.tokens);
+  return own && subtreeAdds(root)
+    ? ` · tokens: this run ${own}, with subagents Σ ${sub}`
+    : ` · tokens ${sub}`;
 }
 
 export function makeRow(): RowEls {

@@ -7,7 +7,7 @@
 
 import { CommandOutcome, requestCommand } from './bridge';
 import { append, download, h } from './dom';
-import { kindLabel, makeRow, RowEls, rowMeta, select } from './rows';
+import { kindLabel, makeRow, RowEls, rowMeta, rowTokens, select, summaryTokens } from './rows';
 import { renderDetails } from './details';
 import {
   applyFilter,
@@ -18,7 +18,7 @@ import {
   matchField,
   visibleRows
 } from './core/filter';
-import { compactTokens, formatDuration } from './core/format';
+import { formatDuration } from './core/format';
 import { toOtlp } from './core/otel';
 import { flatten, FlatTrace, TraceData } from './core/trace';
 import { barGeometry, rowWindow, scrollToShow } from './core/window';
@@ -71,7 +71,7 @@ export class TraceViewer {
       null,
       h('b', null, `Trace ${String(run['agent'] ?? root.span.name)}`),
       ` · ${this.flat.spans.length.toLocaleString()} spans · ${formatDuration(this.flat.end - this.flat.start, '0 s')}`,
-      compactTokens(root.subtreeTokens) ? ` · tokens ${compactTokens(root.subtreeTokens)}` : '',
+      summaryTokens(root),
       h('span.kode-nb-legend', null, h('span.kode-nb-legend-swatch'), 'critical path')
     );
     const toolbar = h(
@@ -348,10 +348,9 @@ export class TraceViewer {
     els.meta.textContent =
       field && field !== 'name' ? `${rowMeta(s)} · matched in ${field}` : rowMeta(s);
     els.duration.textContent = formatDuration(span.duration ?? s.end - s.start, '–');
-    const own = compactTokens(s.tokens);
-    const sub = compactTokens(s.subtreeTokens);
-    els.tokens.textContent = span.kind === 'model_call' ? own : sub ? `Σ ${sub}` : '';
-    els.tokens.title = `own ${own || '–'}, subtree ${sub || '–'}`;
+    const tokens = rowTokens(s);
+    els.tokens.textContent = tokens.text;
+    els.tokens.title = tokens.title;
     const bar = barGeometry(s.start, s.end, this.flat.start, this.flat.end);
     els.bar.style.left = `${bar.left * 100}%`;
     els.bar.style.width = `${bar.width * 100}%`;

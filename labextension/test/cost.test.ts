@@ -4,21 +4,10 @@ import assert from 'node:assert/strict';
 import { spanCost, subtreeCost } from '../src/core/cost';
 import { formatCost } from '../src/core/format';
 import { SpanData } from '../src/core/trace';
+import { rawSpan } from './helpers';
 
 function span(kind: string, attributes: Record<string, unknown>, children: SpanData[] = []) {
-  return {
-    kind,
-    name: kind,
-    span_id: kind,
-    started_at: 0,
-    ended_at: 1,
-    duration: 1,
-    status: 'ok',
-    error: null,
-    attributes,
-    events: [],
-    children
-  } as SpanData;
+  return rawSpan(kind, kind, attributes, children) as SpanData;
 }
 
 const call = (cost: unknown) => span('model_call', cost === undefined ? {} : { cost });

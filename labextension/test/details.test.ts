@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 
 import { approvalOf, renderDetails, statusBadge } from '../src/details';
 import { flatten, parseTrace, SpanData } from '../src/core/trace';
+import { rawSpan } from './helpers';
 
 after(closeDom);
 
@@ -17,17 +18,10 @@ function span(
   children: unknown[] = []
 ) {
   return {
-    kind,
-    name,
-    span_id: name,
+    ...rawSpan(kind, name, attributes, children),
     started_at: 100,
     ended_at: 100.25,
-    duration: 0.25,
-    status: 'ok',
-    error: null,
-    attributes,
-    events: [],
-    children
+    duration: 0.25
   };
 }
 
@@ -101,6 +95,19 @@ test('a denied tool call reads denied, with the reason', () => {
   const pane = renderDetails(TRACE, 2);
   assert.equal(fields(pane)['approval'], 'Denied: no');
   assert.ok(texts(pane, 'pre').some(t => t.includes('"a": 1')));
+});
+
+test('events are compact lines, their attributes a key/value grid (one key per row)', () => {
+  const pane = renderDetails(TRACE, 2);
+  const events = pane.querySelectorAll('.kode-nb-event');
+  assert.equal(events.length, 1);
+  assert.match(
+    events[0].querySelector('.kode-nb-event-head')?.textContent ?? '',
+    /approval_resolved/
+  );
+  assert.deepEqual(texts(events[0] as HTMLElement, '.kode-nb-kv dt'), ['approved', 'reason']);
+  assert.deepEqual(texts(events[0] as HTMLElement, '.kode-nb-kv dd'), ['false', 'no']);
+  assert.equal(pane.querySelector('table.kode-nb-events'), null);
 });
 
 test('a status badge carries its status as text and as a class hook', () => {

@@ -18,6 +18,7 @@ const TABLE = JSON.parse(readFileSync(FILE, 'utf-8')) as Record<string, Case[] |
 const FUNCTIONS: Record<string, (...args: unknown[]) => string> = {
   format_duration: (...a) => format.formatDuration(a[0], a[1] as string | undefined),
   format_tokens: (...a) => format.formatTokens(a[0], a[1]),
+  format_run_tokens: (...a) => format.formatRunTokens(a[0], a[1], a[2], a[3]),
   format_count: (...a) => format.formatCount(a[0]),
   format_cost: (...a) => format.formatCost(a[0]),
   shorten: (...a) => format.shorten(a[0], a[1] as number)

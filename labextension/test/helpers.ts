@@ -22,3 +22,25 @@ export function build(root: Raw): TraceData {
   });
   return parseTrace({ schema: 'kode_nb.trace/v1', trace_id: 't', root: span(root) });
 }
+
+/** One raw span (kode_nb.trace JSON) of `kind`, lasting 0 to 1 s, with `attributes`. */
+export function rawSpan(
+  kind: string,
+  name: string,
+  attributes: Record<string, unknown>,
+  children: unknown[] = []
+) {
+  return {
+    kind,
+    name,
+    span_id: name,
+    started_at: 0,
+    ended_at: 1,
+    duration: 1,
+    status: 'ok',
+    error: null,
+    attributes,
+    events: [],
+    children
+  };
+}

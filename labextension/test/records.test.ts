@@ -41,7 +41,7 @@ test('a run: its head in the shared formats, the answer through the markdown ren
     'scripted',
     'completed',
     '2 turns',
-    '1,234 in / ? out tokens',
+    'this run: 1,234 in / ? out tokens',
     '$0.000048',
     '4.20 ms'
   ]);
@@ -50,13 +50,32 @@ test('a run: its head in the shared formats, the answer through the markdown ren
   assert.equal(viewer, null); // no trace in this record
 });
 
+test("a run's own tokens and its subagents' are labelled apart", () => {
+  const { node } = renderRun(
+    {
+      schema: 'kode_nb.run/v1',
+      agent: 'main',
+      status: 'completed',
+      turns: 2,
+      usage: { input_tokens: 12, output_tokens: 7 },
+      total_usage: { input_tokens: 1230, output_tokens: 90 }
+    },
+    async () => undefined
+  );
+  assert.ok(
+    header(node).includes(
+      'this run: 12 in / 7 out tokens; with subagents: 1,230 in / 90 out tokens'
+    )
+  );
+});
+
 test('an unknown cost reads "cost unknown", never $0', () => {
   const { node } = renderRun(
     { schema: 'kode_nb.run/v1', agent: 'a', status: 'completed', turns: 1, cost: null },
     async () => undefined
   );
   assert.ok(header(node).includes('cost unknown'));
-  assert.ok(header(node).includes('tokens unknown'));
+  assert.ok(header(node).includes('this run: tokens unknown'));
 });
 
 test('a call: status, duration, the decision and a long result said to be cut', () => {

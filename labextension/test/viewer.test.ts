@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { CommandRequest, listenForCommands } from '../src/bridge';
 import { parseTrace, TraceData } from '../src/core/trace';
 import { TraceViewer } from '../src/viewer';
-import { build, Raw } from './helpers';
+import { build, Raw, rawSpan } from './helpers';
 
 after(closeDom);
 
@@ -133,4 +133,27 @@ test('"Expand into cells" asks the notebook, and says so when nothing listens', 
   assert.deepEqual(texts(v.node, '.kode-nb-trace-status > span'), ['Inserted 5 cells.']);
   assert.deepEqual(texts(v.node, '.kode-nb-trace-notes li'), ['one note']);
   v.dispose();
+});
+
+test("a run's row and the summary say which tokens are the run's own and which its subagents'", () => {
+  const usage = (input: number, output: number) => ({ input_tokens: input, output_tokens: output });
+  const span = rawSpan;
+  const trace = parseTrace({
+    schema: 'kode_nb.trace/v2',
+    trace_id: 't',
+    root: span('run', 'main', { usage: usage(100, 10) }, [
+      span('model_call', 'chat', { usage: usage(100, 10) }),
+      span('tool_call', 'helper', {}, [
+        span('run', 'helper', { usage: usage(900, 20), depth: 1 }, [
+          span('model_call', 'chat helper', { usage: usage(900, 20) })
+        ])
+      ])
+    ])
+  });
+  const v = mount(trace);
+  const summary = v.node.querySelector('.kode-nb-trace-summary')?.textContent ?? '';
+  assert.ok(summary.includes('tokens: this run 100→10, with subagents Σ 1000→30'), summary);
+  const root = v.node.querySelector('.kode-nb-span .kode-nb-col-tokens') as HTMLElement;
+  assert.equal(root.textContent, 'Σ 1000→30');
+  assert.equal(root.title, 'Σ with subagents: 1000→30 tokens (in→out); this run: 100→10');
 });

@@ -391,3 +391,61 @@ async def test_a_scripted_run_that_used_its_script_up_asks_for_model(
         run, at=first_call.span_id, edit={"result": "4"}, model=ScriptedModel(["four"])
     )
     assert forked.output == "four"
+
+
+async def test_a_scripted_model_run_out_of_turns_in_the_fork_says_to_pass_model(
+    adds: list[tuple[int, int]],
+) -> None:
+    script = ScriptedModel([call("add", a=1, b=2), "three", call("add", a=2, b=2)])
+    run = await Agent(model=script, tools=["add"]).run("1 2")  # one turn of the script left
+    forked = await kode_nb.fork(run, at=1, edit="again")  # its call, then a turn it lacks
+    assert forked.status == "error"
+    assert forked.error is not None
+    assert "ScriptedModel ran out of turns" in forked.error
+    assert "pass model=" in forked.error
+    assert forked.trace.root.error == forked.error
+
+
+def _own_registry() -> tuple[ToolRegistry, list[str]]:
+    own, seen = ToolRegistry(), []
+
+    def mul(a: int, b: int) -> int:
+        """Multiply two integers."""
+        seen.append(f"{a}*{b}")
+        return a * b
+
+    define_tool(mul, inline=True, registry=own)
+    return own, seen
+
+
+async def test_a_fork_runs_on_the_runs_own_registry(registry: ToolRegistry) -> None:
+    own, seen = _own_registry()
+    assert registry.get("mul") is None  # not in the current (default) registry
+    script = ScriptedModel([call("mul", a=2, b=3), "six"])
+    run = await Agent(model=script, tools=["mul"], executor=kode_nb.Executor(own)).run("2*3")
+    assert run.output == "six"
+    live = ScriptedModel([call("mul", a=4, b=5), "twenty"])
+    forked = await kode_nb.fork(run, at=1, edit="4*5", model=live)
+    assert forked.output == "twenty"
+    assert seen == ["2*3", "4*5"]  # the fork's call ran in the run's own registry
+    again = await kode_nb.fork(
+        forked, at=1, edit="1*1", model=ScriptedModel([call("mul", a=1, b=1), "one"])
+    )
+    assert again.output == "one"  # a fork of a fork too
+    assert seen[-1] == "1*1"
+
+
+async def test_a_fork_without_the_runs_executor_names_executor(registry: ToolRegistry) -> None:
+    own, seen = _own_registry()
+    script = ScriptedModel([call("mul", a=2, b=3), "six"])
+    run = await Agent(model=script, tools=["mul"], executor=kode_nb.Executor(own)).run("2*3")
+    saved = json.loads(run.trace.to_json())
+    saved["trace_id"] = "e" * 32  # a trace this process never ran: its executor is unknown
+    live = ScriptedModel([call("mul", a=4, b=5), "twenty"])
+    with pytest.raises(
+        ConfigurationError, match=r"'mul' is not in the current registry.*executor="
+    ):
+        await kode_nb.fork(saved, at=1, edit="4*5", model=live)
+    forked = await kode_nb.fork(saved, at=1, edit="4*5", model=live, executor=kode_nb.Executor(own))
+    assert forked.output == "twenty"
+    assert seen == ["2*3", "4*5"]

@@ -173,13 +173,15 @@ def upload(base: str, name: str, cells: list[str]) -> None:
 
 
 @contextmanager
-def browser_page(failure_png: str) -> Iterator[tuple[Any, list[str]]]:
-    """A chromium page and the console errors it logs; a full-page ``failure_png`` in
-    ``test-artifacts`` if the block raises."""
+def browser_page(
+    failure_png: str, viewport: tuple[int, int] = (1300, 1700)
+) -> Iterator[tuple[Any, list[str]]]:
+    """A chromium page (``viewport`` wide and high) and the console errors it logs; a
+    full-page ``failure_png`` in ``test-artifacts`` if the block raises."""
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROME_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1700})
+        page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         try:

@@ -96,7 +96,8 @@ def test_expand_into_cells_and_fork_from_here(lab: tuple[str, Path]) -> None:
         run_cell(page, 1)
         answer = wait_output(page, 1, "ANSWER: ").split("ANSWER: ", 1)[1].splitlines()[0]
         assert answer == "The helper said forty-two; plus one is 43."
-        viewer = page.locator(".jp-Cell").nth(1).locator(".kode-nb-trace")
+        # the trace record the cell displays, below the run's own record (its live view, ended)
+        viewer = page.locator(".jp-Cell").nth(1).locator(".kode-nb-trace").last
         viewer.locator(".kode-nb-span").first.wait_for(timeout=20_000)
 
         viewer.get_by_role("button", name="Expand into cells").click()

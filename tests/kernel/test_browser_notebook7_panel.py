@@ -89,7 +89,7 @@ def test_the_tools_panel_in_notebook_7(notebook7: tuple[str, Path]) -> None:
         wait_output(page, 3, "ANSWER: ")
         run_cell(page, 4)
         panel.locator('.kode-nb-panel-row[data-tool="add"]').wait_for(state="detached")
-        viewer = page.locator(".jp-Cell").nth(3).locator(".kode-nb-trace")
+        viewer = page.locator(".jp-Cell").nth(3).locator(".kode-nb-trace").last  # the trace record
         viewer.get_by_role("button", name="Expand into cells").click()
         viewer.locator(".kode-nb-trace-status").get_by_text("Inserted").wait_for(timeout=20_000)
         notes = viewer.locator(".kode-nb-trace-notes li").all_inner_texts()

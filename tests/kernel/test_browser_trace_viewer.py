@@ -197,6 +197,46 @@ def test_saved_records_render_in_jupyterlab_without_a_kernel(lab: tuple[str, Pat
         )
 
 
+# Each key of an event's attributes, and the room left for its value, in the details pane:
+# {key, lines (rendered height / line height), cut (shown with an ellipsis), valueShare (value
+# width / pane width)}.
+MEASURE_KEYS = """() => {
+  const pane = document.querySelector('.kode-nb-trace .kode-nb-trace-details');
+  const width = pane.getBoundingClientRect().width;
+  return Array.from(pane.querySelectorAll('.kode-nb-event .kode-nb-kv dt')).map(dt => {
+    const style = getComputedStyle(dt);
+    const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.4;
+    const dd = dt.nextElementSibling.getBoundingClientRect();
+    return { key: dt.textContent, lines: dt.getBoundingClientRect().height / line,
+             cut: dt.scrollWidth > dt.clientWidth + 1, valueShare: dd.width / width,
+             paneWidth: width };
+  });
+}"""
+
+
+def test_the_details_pane_is_readable_at_the_default_width(lab: tuple[str, Path]) -> None:
+    """At 1280 x 800 with JupyterLab's default layout (file browser open), a tool call's
+    event attributes read as a key/value grid: each key on one line, its value beside it
+    with most of the pane's width (they were a JSON column, one key per 2-3 lines)."""
+    base, folder = lab
+    write_notebook(folder, "saved_details.ipynb", trusted=True)
+    with browser_page("trace_viewer_details_failure.png", viewport=(1280, 800)) as (page, _):
+        open_without_kernel(page, f"{base}/lab/tree/saved_details.ipynb?token={TOKEN}&reset")
+        assert page.evaluate("() => !window.jupyterapp.shell.leftCollapsed")  # the default layout
+        viewer = page.locator(".kode-nb-trace").first
+        viewer.locator(".kode-nb-span", has_text="execute_tool divide").click()
+        details = viewer.locator(".kode-nb-trace-details")
+        details.locator(".kode-nb-event").first.scroll_into_view_if_needed()
+        keys = page.evaluate(MEASURE_KEYS)
+        details.screenshot(path=str(ARTIFACTS / "trace_viewer_details_1280.png"))
+        assert keys, "the selected tool call shows its events' attributes"
+        assert keys[0]["paneWidth"] < 400  # the narrow pane this is about
+        for key in keys:
+            assert key["lines"] < 1.5, f"the key {key['key']!r} wraps: {key}"
+            assert not key["cut"], f"the key {key['key']!r} is cut: {key}"
+            assert key["valueShare"] > 0.45, f"the value of {key['key']!r} is squeezed: {key}"
+
+
 def test_saved_records_render_in_an_untrusted_notebook(lab: tuple[str, Path]) -> None:
     base, folder = lab
     write_notebook(folder, "saved_untrusted.ipynb", trusted=False)

@@ -65,6 +65,14 @@ def make():
     "h",  # shown again: the final record, the same display id
     "result = await run\nprint(result.status, '|', result.output)",
     "late = %tool slow_echo text=late wait=60",  # still going when the notebook ends
+    # a run from Python, awaited: its live view in this cell is saved as its final record
+    "api = await kode_nb.Agent(model=ScriptedModel([call('slow_echo', text='pear', wait=0.1),"
+    " 'It said PEAR.']), tools=['slow_echo']).run('Echo pear.')",
+    # one in the background, ending while the next cell runs
+    "bg = asyncio.ensure_future(kode_nb.Agent(model=ScriptedModel([call('slow_echo',"
+    " text='lime', wait=0.5), 'It said LIME.']), tools=['slow_echo']).run('Echo lime.'))\n"
+    "await asyncio.sleep(0.1)",
+    "await asyncio.sleep(1.5)",
     NOTE_TOOL,
     # nobody can click Approve under a runner: denied at once, saying how to let it run
     "w = %tool write_note path=a.txt text=hi\nr = await w\nprint(r.status, '|', RAN, '|', r.text)",
@@ -217,10 +225,23 @@ def test_a_call_still_going_at_the_end_says_so(executed: Any) -> None:
     assert "Not finished when this output was saved" in plain, plain
 
 
+@pytest.mark.parametrize(("index", "answer"), [(10, "It said PEAR."), (11, "It said LIME.")])
+def test_a_run_from_python_is_saved_final_in_its_cell(
+    executed: Any, index: int, answer: str
+) -> None:
+    (data,) = _data(executed, index)
+    assert WIDGET not in data
+    assert LIVE not in data
+    record = data[RUN]
+    assert record["status"] == "completed"
+    assert record["output"] == answer
+    assert Trace.from_dict(record["trace"]).root.find(kind="tool_call")
+
+
 def test_an_approval_under_a_runner_is_denied_not_awaited(executed: Any) -> None:
     """A runner sends cells with ``allow_stdin: false``: nobody is there to click, so the call
     is denied at once with the way to let it run, and the notebook goes on (no hang)."""
-    out = executed["cells"][11]["outputs"]
+    out = executed["cells"][14]["outputs"]
     printed = "".join(_text(o.get("text", "")) for o in out)
     assert printed.startswith("denied | [] | "), printed
     assert "%approval auto" in printed

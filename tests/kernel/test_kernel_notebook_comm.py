@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -311,3 +312,43 @@ def test_the_comm_fails_to_open_without_kode_nb_loaded(kernel: Kernel) -> None:
         kernel.ok(f"%load_ext {EXT}")
     reopened = FrontEnd(kernel)
     assert _row(reopened.wait("tools"), "add")["kind"] == "other"
+
+
+def test_tools_changed_still_flows_after_the_comms_subshell_is_deleted(kernel: Kernel) -> None:
+    """JupyterLab opens the comm on a kernel subshell (one per comm target) and deletes that
+    subshell when a comm of the target closes, even while another comm still uses it. The
+    channel then opened in the subshell's thread; its updates must not depend on that thread's
+    loop, which stops with the subshell (the panel missed call counts, 'calls=2' never came)."""
+    if not kernel.has_subshells:
+        pytest.skip("this kernel has no subshells (ipykernel < 7): nothing opens a comm in one")
+    kernel.ok(ADD.replace("def add", "def add3"))
+    subshell = kernel.create_subshell()
+    comm_id = uuid.uuid4().hex
+    start = len(kernel.log)
+    msg = kernel.kc.session.msg(
+        "comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": {}}
+    )
+    msg["header"]["subshell_id"] = subshell
+    kernel.kc.shell_channel.send(msg)
+
+    def mine(op: str, since: int, calls: int | None = None) -> Callable[[Msg], bool]:
+        def match(m: Msg) -> bool:
+            data = m["content"].get("data", {})
+            return (
+                m in kernel.log[since:]
+                and m["msg_type"] == "comm_msg"
+                and m["content"].get("comm_id") == comm_id
+                and data.get("op") == op
+                and (calls is None or _row(data, "add3")["calls"] == calls)
+            )
+
+        return match
+
+    kernel.wait_for(mine("tools", start), timeout=10)
+    delete = kernel.kc.session.msg("delete_subshell_request", {"subshell_id": subshell})
+    kernel.kc.control_channel.send(delete)
+    assert kernel.kc.control_channel.get_msg(timeout=10)["content"]["status"] == "ok"
+    for calls in (1, 2):
+        start = len(kernel.log)
+        kernel.ok(f"h{calls} = %tool add3 a=1 b={calls}\nawait h{calls}")
+        kernel.wait_for(mine("tools_changed", start, calls), timeout=10)

@@ -56,6 +56,28 @@ export function formatTokens(input: unknown, output: unknown): string {
   return `${f(tin)} in / ${f(tout)} out tokens`;
 }
 
+/**
+ * A run's own tokens, labelled, and its subagents' included when they add any: "this run: 12 in
+ * / 7 out tokens", "this run: 12 in / 7 out tokens; with subagents: 30 in / 9 out tokens".
+ * `allInput`/`allOutput` are the whole tree's; both unknown, or the run's own: no second part.
+ */
+export function formatRunTokens(
+  input: unknown,
+  output: unknown,
+  allInput: unknown = null,
+  allOutput: unknown = null
+): string {
+  const own = formatTokens(input, output);
+  const every = [count(allInput), count(allOutput)];
+  if (
+    (every[0] === null && every[1] === null) ||
+    (every[0] === count(input) && every[1] === count(output))
+  ) {
+    return `this run: ${own}`;
+  }
+  return `this run: ${own}; with subagents: ${formatTokens(every[0], every[1])}`;
+}
+
 /** A count in at most five characters: "9999", "12.3k", "340k", "1.2M"; "?" when unknown. */
 export function formatCount(value: unknown): string {
   const n = count(value);
