@@ -54,6 +54,9 @@ async def test_the_tree_shows_each_run_and_decides_from_its_line(
     task = asyncio.ensure_future(agent.run("start", run_id="run_tree", on_event=view.on_event))
     tree = view.tree
     await _until(lambda: "approve" in tree.text(), "an approval in the tree")
+    header = view._header_html()  # waiting for a person, not "running 58 s"
+    assert "for approval of <code>save</code>" in header, header
+    assert "running" not in header
     lines = tree.text().splitlines()
     assert tree.layout.display == ""
     assert len(lines) == 2, lines

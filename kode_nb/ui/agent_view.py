@@ -415,6 +415,9 @@ class RunView(W.VBox):  # type: ignore[misc]
     def _header_html(self) -> str:
         if self.status == "running" and any(not p.point.done for p in self.step_prompts):
             state = f"{status_badge('pending', 'paused')} at a step"  # not running: waiting
+        elif self.status == "running" and (asking := self.waiting_prompt()) is not None:
+            tool = esc(asking.request.tool)  # not running either: waiting for a person
+            state = f"{status_badge('pending', 'waiting')} for approval of <code>{tool}</code>"
         elif self.status == "running":
             state = f"{status_badge('pending', 'running')} {self.elapsed:.0f} s"
         else:
