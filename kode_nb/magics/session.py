@@ -69,16 +69,14 @@ class NotebookApprover:
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         style = self.session.style
-        if style == "widget" and not front_end_takes_input(self.session.shell):
-            from kode_nb.ui.terminal import runner_denial
-
-            return runner_denial(request)
         if style == "widget":
             if self._widgets is None:
                 from kode_nb.ui.approval import WidgetApprover
 
                 self._widgets = WidgetApprover(
-                    find_view=self.session.views.get, timeout=self.session.approval_timeout
+                    find_view=self.session.views.get,
+                    timeout=self._timeout,
+                    timeout_reason=self._timeout_reason,
                 )
             decision: ApprovalDecision = await self._widgets(request)
             return decision
@@ -87,6 +85,22 @@ class NotebookApprover:
         if _is_terminal(self.session.shell):
             return await TerminalApprover()(request)
         return headless_denial(request)
+
+    def _timeout(self) -> float | None:
+        """The session's approval timeout; under a runner (nobody to click) at most
+        :data:`~kode_nb.ui.terminal.RUNNER_APPROVAL_TIMEOUT`, so a cell awaiting the call never
+        hangs, while a later cell can still approve in code (``h.approve()``)."""
+        from kode_nb.ui.terminal import RUNNER_APPROVAL_TIMEOUT
+
+        timeout = self.session.approval_timeout()
+        if front_end_takes_input(self.session.shell):
+            return timeout
+        return min(timeout, RUNNER_APPROVAL_TIMEOUT) if timeout else RUNNER_APPROVAL_TIMEOUT
+
+    def _timeout_reason(self) -> str | None:
+        from kode_nb.ui.terminal import RUNNER_REASON
+
+        return None if front_end_takes_input(self.session.shell) else RUNNER_REASON
 
     def __repr__(self) -> str:
         return f"NotebookApprover(style={self.session.style!r})"

@@ -39,10 +39,13 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         request: ApprovalRequest,
         *,
         timeout: float | None = None,
+        timeout_reason: str | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         show_arguments: bool = True,
     ) -> None:
         self.request = request
+        self.timeout_reason = timeout_reason
+        """The denial's reason when the timeout passes (default: "No decision within N s")."""
         self.show_arguments = show_arguments
         """False inside a call view, which shows the (validated) arguments itself."""
         self.timeout = timeout if timeout and timeout > 0 else None
@@ -106,7 +109,8 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
                 return await asyncio.shield(self.future)
             return await asyncio.wait_for(asyncio.shield(self.future), self.timeout)
         except asyncio.TimeoutError:
-            self.decide(deny(f"No decision within {self.timeout:g} s; denied.", by="timeout"))
+            reason = self.timeout_reason or f"No decision within {self.timeout:g} s; denied."
+            self.decide(deny(reason.format(timeout=self.timeout), by="timeout"))
             return self.future.result()
         except asyncio.CancelledError:
             if not self.future.done():
@@ -162,15 +166,22 @@ class WidgetApprover:
         *,
         find_view: Callable[[str], CallView | None] = lambda _call_id: None,
         timeout: Callable[[], float | None] = lambda: None,
+        timeout_reason: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.find_view = find_view
         self.timeout = timeout
+        self.timeout_reason = timeout_reason
         self.prompts: dict[str, ApprovalPrompt] = {}
         """Prompts waiting for a decision, by call id."""
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         view = self.find_view(request.call_id)
-        prompt = ApprovalPrompt(request, timeout=self.timeout(), show_arguments=view is None)
+        prompt = ApprovalPrompt(
+            request,
+            timeout=self.timeout(),
+            timeout_reason=self.timeout_reason(),
+            show_arguments=view is None,
+        )
         if view is not None:
             view.show_approval(prompt)
         else:

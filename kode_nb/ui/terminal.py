@@ -1,9 +1,10 @@
 """Approvals where there are no buttons: ``input()`` in terminal IPython, else a denial.
 
-In a kernel without widgets nobody can answer, and neither can anybody in a notebook executed
-by a runner (``jupyter nbconvert --execute``, nbclient, papermill: their cells come with
-``allow_stdin: false``), so the call is denied with a message that says how to let it run
-(``%approval auto``, or a policy that allows the tool) — never a hang.
+In a kernel without widgets nobody can answer, so the call is denied with a message that says
+how to let it run (``%approval auto``) — never a hang. In a notebook executed by a runner
+(``jupyter nbconvert --execute``, nbclient, papermill: their cells come with
+``allow_stdin: false``) the buttons are shown but nobody clicks them: an approval not given in
+code within :data:`RUNNER_APPROVAL_TIMEOUT` seconds is denied with :data:`RUNNER_REASON`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from kode_nb.ui.html import approval_text
 
 __all__ = [
     "HEADLESS_REASON",
+    "RUNNER_APPROVAL_TIMEOUT",
     "RUNNER_REASON",
     "TerminalApprover",
     "headless_denial",
-    "runner_denial",
 ]
 
 HEADLESS_REASON = (
@@ -28,16 +29,16 @@ HEADLESS_REASON = (
     "or `%tools show` / `%policy` to review them."
 )
 
+RUNNER_APPROVAL_TIMEOUT = 30.0
+"""Seconds an approval waits in a notebook executed by a runner before it is denied."""
+
 RUNNER_REASON = (
-    "Denied: this call needs approval, but the notebook is being executed by a runner "
-    "(jupyter nbconvert --execute, nbclient or papermill send cells with allow_stdin false), "
-    "so nobody can click Approve. To let such calls run there, put `%approval auto` in a cell "
-    "before them, or allow the tool in the policy (`%policy`)."
+    "Denied: nobody approved this call within {timeout:g} s, and the notebook is being executed "
+    "by a runner (jupyter nbconvert --execute, nbclient or papermill send cells with "
+    "allow_stdin false), where nobody can click Approve. Approve it in code from a later cell "
+    "(`h.approve()`), put `%approval auto` in a cell before it, or allow the tool in the "
+    "policy (`%policy`)."
 )
-
-
-def runner_denial(request: ApprovalRequest) -> ApprovalDecision:
-    return deny(RUNNER_REASON, by="runner")
 
 
 def headless_denial(request: ApprovalRequest) -> ApprovalDecision:

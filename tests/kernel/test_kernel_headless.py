@@ -74,8 +74,13 @@ def make():
     "await asyncio.sleep(0.1)",
     "await asyncio.sleep(1.5)",
     NOTE_TOOL,
-    # nobody can click Approve under a runner: denied at once, saying how to let it run
+    "%config KodeMagics.approval_timeout = 2",
+    # nobody can click Approve under a runner: a cell awaiting one is denied after the timeout,
+    # saying how to let it run (never a hang)
     "w = %tool write_note path=a.txt text=hi\nr = await w\nprint(r.status, '|', RAN, '|', r.text)",
+    # a later cell can still approve in code
+    "w2 = %tool write_note path=b.txt text=ok",
+    "w2.approve()\nr2 = await w2\nprint(r2.status, '|', RAN)",
 ]
 
 
@@ -238,11 +243,17 @@ def test_a_run_from_python_is_saved_final_in_its_cell(
     assert Trace.from_dict(record["trace"]).root.find(kind="tool_call")
 
 
-def test_an_approval_under_a_runner_is_denied_not_awaited(executed: Any) -> None:
-    """A runner sends cells with ``allow_stdin: false``: nobody is there to click, so the call
-    is denied at once with the way to let it run, and the notebook goes on (no hang)."""
-    out = executed["cells"][14]["outputs"]
+def test_an_approval_under_a_runner_is_denied_after_its_timeout_not_awaited(executed: Any) -> None:
+    """A runner sends cells with ``allow_stdin: false``: nobody is there to click, so a cell
+    awaiting an approval gets a denial after the timeout, with the ways to let it run, and the
+    notebook goes on (no hang); a later cell can still approve in code."""
+    out = executed["cells"][15]["outputs"]
     printed = "".join(_text(o.get("text", "")) for o in out)
     assert printed.startswith("denied | [] | "), printed
+    assert "nobody approved this call within 2 s" in printed
+    assert "h.approve()" in printed
     assert "%approval auto" in printed
     assert "nbconvert" in printed
+    out = executed["cells"][17]["outputs"]
+    printed = "".join(_text(o.get("text", "")) for o in out)
+    assert printed.strip() == "ok | ['b.txt']", printed
