@@ -1,0 +1,103 @@
+"""Tool calls written as text, through a whole agent run against a fake server: the trace marks
+them "recovered from text" with the raw text, their arguments are validated like any call's, and
+``text_calls=False`` leaves the text as the answer (with a warning)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from kode_nb import ToolRegistry, define_tool
+from kode_nb.agents import Agent
+from kode_nb.models import OpenAIChatModel
+
+from ._mock import MockServer, sse
+from .test_server_quirks import text_stream
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def ran(registry: ToolRegistry) -> list[tuple[int, int]]:
+    calls: list[tuple[int, int]] = []
+
+    def add(a: int, b: int) -> str:
+        """Add two integers exactly."""
+        calls.append((a, b))
+        return f"{a} + {b} = {a + b}"
+
+    define_tool(add, inline=True)
+    return calls
+
+
+def model(client: httpx.AsyncClient, **kw: Any) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        "qwen2.5-coder-0.5b",
+        base_url="http://127.0.0.1:9/v1",
+        http_client=client,
+        api_key_env=None,
+        profile="llama-server",
+        **kw,
+    )
+
+
+def spans(result: Any, kind: str) -> list[Any]:
+    return [s for s in result.trace.spans() if s.kind == kind]
+
+
+async def test_a_recovered_call_runs_and_the_trace_keeps_the_raw_text(
+    ran: list[tuple[int, int]],
+) -> None:
+    server = MockServer(sse("llamaserver_recorded_text_call.txt"), text_stream("It is 140090."))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=3).run("48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert ran == [(48213, 91877)]
+    assert result.output == "It is 140090."
+    first, second = spans(result, "model_call")
+    raw = first.attributes["recovered_from_text"]
+    assert '"name": "add"' in raw
+    assert "48213" in raw
+    [call] = first.attributes["response"]["tool_calls"]
+    assert call["recovered_from_text"] is True
+    assert json.loads(call["arguments"]) == {"a": 48213, "b": 91877}
+    assert [e["name"] for e in first.events].count("tool_calls_recovered") == 1
+    assert "recovered_from_text" not in second.attributes
+    assert any("recovered from the answer text" in n for n in first.attributes["notices"])
+
+
+async def test_recovered_arguments_are_validated_like_any_call(
+    ran: list[tuple[int, int]],
+) -> None:
+    bad = '{"name": "add", "arguments": {"a": 48213, "value2": 91877}}'
+    good = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}'
+    server = MockServer(text_stream(bad), text_stream(good), text_stream("140090"))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=4).run("48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert ran == [(48213, 91877)]  # the invalid call never ran
+    first_call = spans(result, "tool_call")[0]
+    assert first_call.status == "invalid_arguments"
+    sent_back = json.loads(server.requests[1].content)["messages"][-1]
+    assert sent_back["role"] == "tool"
+    assert "`b`: required field is missing" in sent_back["content"]
+    assert "`value2`" in sent_back["content"]
+
+
+async def test_text_calls_false_leaves_the_text_as_the_answer_with_a_warning(
+    ran: list[tuple[int, int]],
+) -> None:
+    server = MockServer(sse("llamaserver_recorded_text_call.txt"))
+    async with server.client() as client:
+        agent = Agent(model=model(client, text_calls=False), tools=["add"], max_turns=3)
+        result = await agent.run("48213 + 91877?")
+    assert ran == []
+    assert result.status == "completed"
+    assert '"name": "add"' in str(result.output)
+    assert any("looks like a call to 'add' written as text" in w for w in result.warnings), (
+        result.warnings
+    )
+    assert not any("recovered_from_text" in s.attributes for s in spans(result, "model_call"))
