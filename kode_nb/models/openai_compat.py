@@ -451,6 +451,11 @@ class OpenAIChatModel(HttpModel):
                 else []
             ),
             *([f"{found.repeats} identical repeat(s) dropped"] if found.repeats else []),
+            *(
+                [f"{found.malformed} call-shaped object(s) that are no valid call dropped"]
+                if found.malformed
+                else []
+            ),
         ]
         out.append(
             Notice(

@@ -191,3 +191,29 @@ def test_an_answer_cut_at_the_length_limit_keeps_its_complete_calls(text: str) -
 )
 def test_a_cut_answer_without_complete_calls_or_with_words_stays_text(text: str) -> None:
     assert read(text, cut=True) is None
+
+
+def test_a_call_shaped_object_that_is_no_call_beside_a_valid_call_is_dropped() -> None:
+    # written by Qwen2.5-Coder-0.5B on llama-server in the live subagent case
+    text = (
+        '{"name": "calculator", "arguments": {"task": "add"}}\n'
+        '{"arguments": {"task": "55120", "additionalProperties": false}, '
+        '"arguments": {"task": "38967", "additionalProperties": false}}'
+    )
+    found = read_text_calls(text, {"calculator", "get_weather"})
+    assert found is not None
+    assert found.calls == [TextCall("calculator", '{"task": "add"}')]
+    assert found.malformed == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"arguments": {"a": 1, "b": 2}}',  # no valid call at all
+        '{"name": "add", "arguments": {"a": 1, "b": 2}}\n{"result": 3, "arguments": 2}',  # data
+        '{"name": "add", "arguments": {"a": 1, "b": 2}}\n{"name": "add"}',  # a name alone
+        '{"name": "add", "arguments": {"a": 1}}\n{"name": "nope", "arguments": {}}',  # not offered
+    ],
+)
+def test_without_a_valid_call_or_beside_other_data_it_stays_text(text: str) -> None:
+    assert read_text_calls(text, TOOLS) is None
