@@ -12,9 +12,11 @@ several one after the other. :func:`parse_text_calls` reads every form met on re
   ``<|python_tag|>`` (Llama 3);
 - ``[TOOL_CALLS]`` followed by a JSON list (Mistral) or by ``name[ARGS]{...}`` pieces.
 
-Text is read as calls only when it is *nothing but* calls, each to a tool in ``names`` (when
-given) with an object for arguments: an answer that mentions a tool, quotes a call inside a
-sentence or calls a tool that was not offered stays text.
+Text is read as calls only when it is *nothing but* calls with an object for arguments, at
+least one of them to a tool in ``names`` (when given): an answer that mentions a tool, quotes a
+call inside a sentence or calls only tools that were not offered stays text. A call to a tool not
+offered beside one that was is kept as a call: the agent answers it with an error naming the
+tools it has (it never runs).
 
 Two malformed forms small models write are mended (:func:`read_text_calls` says which):
 
@@ -134,7 +136,7 @@ def read_text_calls(
 def _checked(
     calls: list[TextCall], names: Collection[str] | None, mended: str = ""
 ) -> TextCalls | None:
-    if not calls or (names is not None and any(c.name not in names for c in calls)):
+    if not calls or (names is not None and not any(c.name in names for c in calls)):
         return None
     first: dict[tuple[str, str], TextCall] = {}
     for call in calls:
