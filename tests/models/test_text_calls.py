@@ -184,7 +184,7 @@ def test_an_answer_cut_at_the_length_limit_keeps_its_complete_calls(text: str) -
         CALC[:-1],  # never repaired when cut: its arguments may be cut short
         f"{CALC}\nThe sum is",  # words after the calls
         f'{CALC}\n{{"name": "calculator"]',  # not the start of a JSON value
-        f'{{"name": "rm", "arguments": {{}}}}\n{{"name',  # only a tool not offered
+        '{"name": "rm", "arguments": {}}\n{"name',  # only a tool not offered
         "In the vast blue sea,\n",  # recorded: a poem cut at the limit
     ],
 )
