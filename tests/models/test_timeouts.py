@@ -423,3 +423,19 @@ def test_close_from_sync_code_after_the_loop_ended() -> None:
     assert m._own.is_closed  # closed as asyncio.run shut the loop down
     m.close()  # its loop is gone: nothing to do, and no error
     assert m._own is None
+
+
+async def test_unloading_the_extension_closes_the_models_clients(kode_ip: object) -> None:
+    async with serve(answers_forever()) as (url, _):
+        m = model(url)
+        assert (await collect(m.stream(request()))).text
+        client = m._own
+        assert client is not None
+        assert not client.is_closed
+        kode_ip.run_line_magic("unload_ext", "kode_nb")  # type: ignore[attr-defined]
+        for _ in range(50):  # scheduled on this (running) loop
+            if client.is_closed:
+                break
+            await asyncio.sleep(0.02)
+        assert client.is_closed
+        assert m._own is None

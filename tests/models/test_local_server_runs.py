@@ -1,6 +1,7 @@
-"""Tool calls written as text, through a whole agent run against a fake server: the trace marks
-them "recovered from text" with the raw text, their arguments are validated like any call's, and
-``text_calls=False`` leaves the text as the answer (with a warning)."""
+"""Local servers' habits through a whole agent run against a fake server: tool calls written as
+text are marked "recovered from text" in the trace with the raw text, their arguments are validated
+like any call's, ``text_calls=False`` leaves the text as the answer (with a warning), and an answer
+cut at the length limit is a warning on the run."""
 
 from __future__ import annotations
 
@@ -101,3 +102,16 @@ async def test_text_calls_false_leaves_the_text_as_the_answer_with_a_warning(
         result.warnings
     )
     assert not any("recovered_from_text" in s.attributes for s in spans(result, "model_call"))
+
+
+async def test_an_answer_cut_at_the_length_limit_is_a_warning_on_the_run(
+    ran: list[tuple[int, int]],
+) -> None:
+    server = MockServer(sse("llamaserver_recorded_length.txt"))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=2).run("Write a poem.")
+    assert json.loads(server.requests[0].content)["max_tokens"] == 2048  # the profile's default
+    assert result.status == "completed"
+    [warning] = [w for w in result.warnings if "length limit" in w]
+    assert "cut off at the length limit of 2048 tokens (finish_reason 'length')" in warning
+    assert "ModelSettings(max_tokens=...)" in warning
