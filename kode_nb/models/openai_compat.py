@@ -92,7 +92,9 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 logger = logging.getLogger("kode_nb.models")
 
-ANSWER_NUDGE = "Answer my question using the tool result above, in plain words."
+ANSWER_NUDGE = (
+    "Answer my question using the tool result above, in plain words, quoting its values exactly."
+)
 """Sent (on the wire only) after the tool results to a model that writes its calls as text."""
 
 _PROMPT_FREE_TOKENS = 500
