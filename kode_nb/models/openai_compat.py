@@ -292,13 +292,23 @@ class OpenAIChatModel(HttpModel):
             return named, "; ".join(notes) or None, False
         return choice, "; ".join(notes) or None, False
 
+    def _asks_for_the_answer(self, request: ModelRequest) -> bool:
+        """The ``named-then-none`` strategy's request after successful tool results: it ends
+        with :data:`ANSWER_NUDGE` (on the wire only)."""
+        given = request.settings.tool_choice or self.tool_choice
+        return (
+            self.profile.tool_strategy == "named-then-none"
+            and given is None
+            and _answered(request.messages)
+        )
+
     def wants_stream(self, request: ModelRequest) -> bool:
         """Whether ``request`` goes out streamed."""
         if not self.stream_answers:
             return False
         if request.tools and self.no_stream_with_tools:
-            choice = request.settings.tool_choice or self.tool_choice or "auto"
-            return choice == "none" or choice not in TOOL_CHOICES  # forced calls stream fine
+            choice, _, _ = self._tool_choice(request)  # as sent: the strategy's, if any
+            return choice not in ("auto", "required")  # forced calls and "none" stream fine
         return True
 
     def request_body(self, request: ModelRequest, *, stream: bool | None = None) -> dict[str, Any]:
@@ -320,6 +330,8 @@ class OpenAIChatModel(HttpModel):
         }
         if streamed and self.stream_usage:
             body["stream_options"] = {"include_usage": True}
+        if request.tools and self._asks_for_the_answer(request):
+            body["messages"].append({"role": "user", "content": ANSWER_NUDGE})
         if request.tools:
             body["tools"] = openai_tools(request, strict=self.strict)
             if choice is not None:
@@ -378,6 +390,12 @@ class OpenAIChatModel(HttpModel):
             _, notice, _ = self._tool_choice(request)
             if notice:
                 yield Notice(text=notice)
+            if self._asks_for_the_answer(request):
+                yield Notice(
+                    text="tool strategy named-then-none: the request after the tool results "
+                    "ends by asking for the answer (the model otherwise often answers "
+                    "without using them)"
+                )
         body = self.request_body(request)
         streamed = bool(body.get("stream"))
         if request.tools and self.no_stream_with_tools and not streamed and self.stream_answers:
