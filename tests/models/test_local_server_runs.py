@@ -14,8 +14,9 @@ import pytest
 from kode_nb import ToolRegistry, define_tool
 from kode_nb.agents import Agent
 from kode_nb.models import OpenAIChatModel
+from kode_nb.models.openai_compat import ANSWER_NUDGE
 
-from ._mock import MockServer, sse
+from ._mock import MockServer, payload, sse
 from .test_server_quirks import text_stream
 
 pytestmark = pytest.mark.anyio
@@ -115,3 +116,59 @@ async def test_an_answer_cut_at_the_length_limit_is_a_warning_on_the_run(
     [warning] = [w for w in result.warnings if "length limit" in w]
     assert "cut off at the length limit of 2048 tokens (finish_reason 'length')" in warning
     assert "ModelSettings(max_tokens=...)" in warning
+
+
+# llama-cpp-python 0.3.36's server (`--chat_format chatml-function-calling`, Qwen2.5-Coder-0.5B),
+# recorded: its GET /v1/models, then its answers to the profile's strategy (payloads/SERVERS.md).
+LCP_LISTING = httpx.Response(200, json={"object": "list", "data": [
+    {"id": "qwen2.5-coder-0.5b", "object": "model", "owned_by": "me", "permissions": []}]})  # fmt: skip
+
+
+def recorded(name: str) -> httpx.Response:
+    kind = "text/event-stream" if name.endswith(".txt") else "application/json"
+    return httpx.Response(200, content=payload(name), headers={"content-type": kind})
+
+
+@pytest.mark.parametrize(
+    ("tools", "first", "second"),
+    [
+        (["add"], "named_1.json", "named_2.json"),
+        (["add", "get_weather"], "prompted_1.json", "prompted_2.txt"),
+    ],
+)
+async def test_recorded_llama_cpp_python_strategy_completes_the_round_trip(
+    ran: list[tuple[int, int]], tools: list[str], first: str, second: str
+) -> None:
+    def get_weather(city: str) -> str:
+        """Weather in a city."""
+        return "foggy"
+
+    define_tool(get_weather, inline=True)
+    server = MockServer(
+        LCP_LISTING,
+        recorded(f"llamacpppython_recorded_{first}"),
+        recorded(f"llamacpppython_recorded_{second}"),
+        probes=True,
+    )
+    async with server.client() as client:
+        m = OpenAIChatModel("qwen2.5-coder-0.5b", base_url="http://127.0.0.1:9/v1",
+                            http_client=client, api_key_env=None)  # fmt: skip
+        result = await Agent(model=m, tools=tools, max_turns=3).run(
+            "What is 48213 + 91877? Use the add tool."
+        )
+    assert result.status == "completed", result.error
+    assert result.trace.root.attributes["settings"]["profile"] == "llama-cpp-python"
+    assert ran == [(48213, 91877)]
+    assert "140090" in str(result.output)
+    ask, answer = (json.loads(r.content) for r in server.requests[1:])
+    if len(tools) == 1:  # the one tool forced by name, then "none" after its result
+        assert ask["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+        assert answer["tool_choice"] == "none"
+    else:  # several: described in the system prompt, "none", the call read from the text
+        assert ask["tool_choice"] == "none"
+        assert "<tools>" in ask["messages"][0]["content"]
+        assert "tools" not in answer
+    assert answer["messages"][-2]["content"].startswith("Result of add (call ")
+    assert answer["messages"][-1]["content"] == ANSWER_NUDGE
+    notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
+    assert any(n.startswith("tool strategy named-then-none") for n in notes), notes
