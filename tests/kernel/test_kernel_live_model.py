@@ -140,7 +140,7 @@ def strategy_missing(result: Any) -> bool:
     return SERVER == "llama-cpp-python" and not ran
 
 
-def check_tries(scenario: str, failures: list[str | None]) -> None:
+def check_tries(scenario: str, failures: list[str | None], started: float) -> None:
     """At least all but one of the tries succeeded (4 of 5 by default); the counts are appended
     to ``KODE_NB_LIVE_REPORT`` when set."""
     ok = failures.count(None)
@@ -148,6 +148,7 @@ def check_tries(scenario: str, failures: list[str | None]) -> None:
     if report:
         with open(report, "a", encoding="utf-8") as out:
             out.write(json.dumps({"scenario": scenario, "tries": len(failures), "ok": ok,
+                                  "seconds_per_try": round((time.monotonic() - started) / len(failures), 1),
                                   "failures": [f for f in failures if f]}) + "\n")  # fmt: skip
     assert ok >= len(failures) - 1, f"{scenario}: {ok} of {len(failures)} round trips: {failures}"
 
@@ -157,6 +158,7 @@ async def test_an_agent_with_two_tools_calls_the_right_one_and_uses_its_result(
     tools: list[tuple[str, dict[str, Any]]],
 ) -> None:
     failures: list[str | None] = []
+    started = time.monotonic()
     for a, b in NUMBERS:
         tools.clear()
         agent = Agent(model=live_model(), tools=["add", "get_weather"], max_turns=4)
@@ -170,7 +172,7 @@ async def test_an_agent_with_two_tools_calls_the_right_one_and_uses_its_result(
             else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
             else None
         )  # fmt: skip
-    check_tries("agent with two tools", failures)
+    check_tries("agent with two tools", failures, started)
 
 
 @pytest.mark.anyio
@@ -190,6 +192,7 @@ async def test_a_subagent_is_called_and_its_answer_used(
         )
     )
     failures: list[str | None] = []
+    started = time.monotonic()
     for a, b in NUMBERS:
         tools.clear()
         main = Agent(model=model, tools=["calculator", "get_weather"], max_turns=4)
@@ -203,7 +206,7 @@ async def test_a_subagent_is_called_and_its_answer_used(
             else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
             else None
         )  # fmt: skip
-    check_tries("subagent", failures)
+    check_tries("subagent", failures, started)
 
 
 def test_ask_in_a_real_kernel_with_an_approval_clicked(
@@ -211,6 +214,7 @@ def test_ask_in_a_real_kernel_with_an_approval_clicked(
 ) -> None:
     kernel = Kernel(tmp_path_factory.mktemp("kernel"))
     failures: list[str | None] = []
+    started = time.monotonic()
     try:
         kernel.ok("%load_ext kode_nb")
         kernel.ok(
@@ -243,7 +247,7 @@ def test_ask_in_a_real_kernel_with_an_approval_clicked(
             )  # fmt: skip
     finally:
         kernel.close()
-    check_tries("%%ask in a kernel, approval clicked", failures)
+    check_tries("%%ask in a kernel, approval clicked", failures, started)
 
 
 def approve_or_finish(kernel: Kernel, start: int, limit: float = 600.0) -> bool:
