@@ -92,9 +92,7 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 logger = logging.getLogger("kode_nb.models")
 
-ANSWER_NUDGE = (
-    "Answer my question using the tool result above, in plain words, quoting its values exactly."
-)
+ANSWER_NUDGE = "Answer my question using the tool result above, in plain words."
 """Sent (on the wire only) after the tool results to a model that writes its calls as text."""
 
 _PROMPT_FREE_TOKENS = 500
