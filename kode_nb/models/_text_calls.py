@@ -12,9 +12,11 @@ several one after the other. :func:`parse_text_calls` reads every form met on re
   ``<|python_tag|>`` (Llama 3);
 - ``[TOOL_CALLS]`` followed by a JSON list (Mistral) or by ``name[ARGS]{...}`` pieces.
 
-Text is read as calls only when it is *nothing but* calls, each to a tool in ``names`` (when
-given) with an object for arguments: an answer that mentions a tool, quotes a call inside a
-sentence or calls a tool that was not offered stays text.
+Text is read as calls only when it is *nothing but* calls with an object for arguments, at
+least one of them to a tool in ``names`` (when given): an answer that mentions a tool, quotes a
+call inside a sentence or calls only tools that were not offered stays text. A call to a tool not
+offered beside one that was is kept as a call: the agent answers it with an error naming the
+tools it has (it never runs).
 
 Two malformed forms small models write are mended (:func:`read_text_calls` says which):
 
@@ -23,11 +25,14 @@ Two malformed forms small models write are mended (:func:`read_text_calls` says 
 - an answer cut at the length limit (``cut``) after one or more complete calls: the truncated
   fragment after them is dropped (never repaired: its arguments may be cut short).
 
-The same call written several times (same tool, same arguments) is one call.
+The same call written several times (same tool, same arguments) is one call. A call-shaped
+object that is no valid call (``arguments`` without a ``name``, say) written beside one or more
+valid calls is dropped and counted (``malformed``); an answer with no valid call stays text.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Collection
@@ -72,6 +77,8 @@ class TextCalls:
     """A fragment cut at the length limit after the complete calls was dropped."""
     repeats: int = 0
     """How many identical repeats of a call were dropped."""
+    malformed: int = 0
+    """How many call-shaped objects that are no valid call were dropped."""
 
 
 def parse_text_calls(
@@ -109,6 +116,7 @@ def read_text_calls(
     if not values:
         return None
     calls = []
+    malformed = 0
     for value in values:
         items = value if isinstance(value, list) else [value]
         if not items:
@@ -116,15 +124,19 @@ def read_text_calls(
         for item in items:
             call = _call(item)
             if call is None:
-                return None
+                if not _call_shaped(item):
+                    return None
+                malformed += 1
+                continue
             calls.append(call)
-    return _checked(calls, names, mended)
+    found = _checked(calls, names, mended)
+    return None if found is None else dataclasses.replace(found, malformed=malformed)
 
 
 def _checked(
     calls: list[TextCall], names: Collection[str] | None, mended: str = ""
 ) -> TextCalls | None:
-    if not calls or (names is not None and any(c.name not in names for c in calls)):
+    if not calls or (names is not None and not any(c.name in names for c in calls)):
         return None
     first: dict[tuple[str, str], TextCall] = {}
     for call in calls:
@@ -202,6 +214,17 @@ def _open_brackets(tail: str) -> tuple[str, bool] | None:
     if not stack:
         return None
     return "".join(reversed(stack)), in_string
+
+
+_CALL_KEYS = frozenset({"name", "arguments", "parameters", "function"})
+
+
+def _call_shaped(item: Any) -> bool:
+    """An object meant as a call that is no valid one: only call keys, ``arguments`` or
+    ``parameters`` among them (plain JSON data never is)."""
+    if not isinstance(item, dict) or not item or set(item) - _CALL_KEYS - {"type", "id"}:
+        return False
+    return bool({"arguments", "parameters", "function"} & set(item))
 
 
 def _call(item: Any) -> TextCall | None:

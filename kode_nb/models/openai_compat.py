@@ -62,6 +62,7 @@ from kode_nb.errors import ConfigurationError
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
 from kode_nb.models._profiles import ServerProfile, detect_profile, get_profile
+from kode_nb.models._prompted import with_tools_prompt
 from kode_nb.models._servers import identify, known_server
 from kode_nb.models._text_calls import read_text_calls
 from kode_nb.models.base import (
@@ -253,10 +254,11 @@ class OpenAIChatModel(HttpModel):
                 headers[self.profile.api_key_header] = key
         return headers
 
-    def _tool_choice(self, request: ModelRequest) -> tuple[Any, str | None]:
-        """``(value to send, notice)`` for the request's tool choice: a form the server does
-        not honour becomes the closest one it does (never nothing: some servers read a missing
-        ``tool_choice`` as ``"none"``), and the notice says so."""
+    def _tool_choice(self, request: ModelRequest) -> tuple[Any, str | None, bool]:
+        """``(value to send, notice, prompted)`` for the request's tool choice: a form the
+        server does not honour becomes the closest one it does (never nothing: some servers read
+        a missing ``tool_choice`` as ``"none"``), and the notice says so. ``prompted``: the
+        tools go in the system prompt and ``"none"`` is sent (:mod:`._prompted`)."""
         given = request.settings.tool_choice or self.tool_choice
         choice = given or "auto"
         names = [spec.name for spec in request.tools]
@@ -268,8 +270,12 @@ class OpenAIChatModel(HttpModel):
             )
         notes = []
         if self.profile.tool_strategy == "named-then-none" and given is None:
-            choice, form, note = _named_then_none(request, names, self.profile.tool_choices)
+            choice, form, note = _named_then_none(
+                request, names, self.profile.tool_choices, prompted=self.text_calls
+            )
             notes.append(note)
+            if form == "prompted":
+                return "none", note, True
         supported = self.profile.tool_choices
         if form not in supported:
             fallback = _fallback(form, names, supported)
@@ -280,21 +286,37 @@ class OpenAIChatModel(HttpModel):
             choice = fallback
             form = choice if choice in TOOL_CHOICES else "named"
         if form == "named":
-            return {"type": "function", "function": {"name": choice}}, "; ".join(notes) or None
-        return choice, "; ".join(notes) or None
+            named = {"type": "function", "function": {"name": choice}}
+            return named, "; ".join(notes) or None, False
+        return choice, "; ".join(notes) or None, False
+
+    def _asks_for_the_answer(self, request: ModelRequest) -> bool:
+        """The ``named-then-none`` strategy's request after successful tool results: it ends
+        with :data:`ANSWER_NUDGE` (on the wire only)."""
+        given = request.settings.tool_choice or self.tool_choice
+        return (
+            self.profile.tool_strategy == "named-then-none"
+            and given is None
+            and _answered(request.messages)
+        )
 
     def wants_stream(self, request: ModelRequest) -> bool:
         """Whether ``request`` goes out streamed."""
         if not self.stream_answers:
             return False
         if request.tools and self.no_stream_with_tools:
-            choice = request.settings.tool_choice or self.tool_choice or "auto"
-            return choice == "none" or choice not in TOOL_CHOICES  # forced calls stream fine
+            choice, _, _ = self._tool_choice(request)  # as sent: the strategy's, if any
+            return choice not in ("auto", "required")  # forced calls and "none" stream fine
         return True
 
     def request_body(self, request: ModelRequest, *, stream: bool | None = None) -> dict[str, Any]:
         """The JSON body for ``request`` (public for inspection and tests)."""
         streamed = self.wants_stream(request) if stream is None else stream
+        choice, _, prompted = self._tool_choice(request) if request.tools else (None, None, False)
+        if prompted:  # the tools described in the system prompt, the calls read from the text
+            request = dataclasses.replace(
+                request, system=with_tools_prompt(request.system, request.tools)
+            )
         body: dict[str, Any] = {
             "model": self.model,
             "messages": openai_messages(
@@ -306,9 +328,10 @@ class OpenAIChatModel(HttpModel):
         }
         if streamed and self.stream_usage:
             body["stream_options"] = {"include_usage": True}
+        if request.tools and self._asks_for_the_answer(request):
+            body["messages"].append({"role": "user", "content": ANSWER_NUDGE})
         if request.tools:
             body["tools"] = openai_tools(request, strict=self.strict)
-            choice, _ = self._tool_choice(request)
             if choice is not None:
                 body["tool_choice"] = choice
             if self.parallel_tool_calls is not None and self.profile.parallel_tool_calls:
@@ -362,9 +385,15 @@ class OpenAIChatModel(HttpModel):
                 "of answering; this request offers none and asks for the answer"
             )
         if request.tools:
-            _, notice = self._tool_choice(request)
+            _, notice, _ = self._tool_choice(request)
             if notice:
                 yield Notice(text=notice)
+            if self._asks_for_the_answer(request):
+                yield Notice(
+                    text="tool strategy named-then-none: the request after the tool results "
+                    "ends by asking for the answer (the model otherwise often answers "
+                    "without using them)"
+                )
         body = self.request_body(request)
         streamed = bool(body.get("stream"))
         if request.tools and self.no_stream_with_tools and not streamed and self.stream_answers:
@@ -440,6 +469,11 @@ class OpenAIChatModel(HttpModel):
                 else []
             ),
             *([f"{found.repeats} identical repeat(s) dropped"] if found.repeats else []),
+            *(
+                [f"{found.malformed} call-shaped object(s) that are no valid call dropped"]
+                if found.malformed
+                else []
+            ),
         ]
         out.append(
             Notice(
@@ -675,17 +709,34 @@ def _answered(messages: tuple[Any, ...]) -> bool:
 
 
 def _named_then_none(
-    request: ModelRequest, names: list[str], supported: frozenset[str]
+    request: ModelRequest, names: list[str], supported: frozenset[str], *, prompted: bool
 ) -> tuple[str, str, str]:
     """The ``named-then-none`` strategy's ``(choice, form, note)`` for a request left to
-    ``auto``: after tool results ``"none"``; before, the one offered tool by name (or
-    ``"required"``, else ``"auto"``, when several are offered)."""
+    ``auto``: after tool results ``"none"``; before, the one offered tool by name; when several
+    are offered, ``"required"`` where the server has it, else (``prompted``: calls written as
+    text are read) the tools described in the system prompt with ``"none"`` (form
+    ``"prompted"``), else ``"auto"``."""
     if request.messages and isinstance(request.messages[-1], ToolResultMessage):
         return "none", "none", "tool strategy named-then-none: 'none' after the tool results"
     if len(names) == 1 and "named" in supported:
         return names[0], "named", f"tool strategy named-then-none: forced {names[0]!r}"
-    choice = "required" if "required" in supported else "auto"
-    return choice, choice, f"tool strategy named-then-none: {choice!r} ({len(names)} tools)"
+    if "required" in supported:
+        return (
+            "required",
+            "required",
+            f"tool strategy named-then-none: 'required' ({len(names)} tools)",
+        )
+    if prompted and "none" in supported:
+        return (
+            "none",
+            "prompted",
+            (
+                f"tool strategy named-then-none: {len(names)} tools, so none can be forced by name: "
+                "they are described in the system prompt, tool_choice 'none' is sent and the calls "
+                "are read from the answer text"
+            ),
+        )
+    return "auto", "auto", f"tool strategy named-then-none: 'auto' ({len(names)} tools)"
 
 
 def _fallback(form: str, names: list[str], supported: frozenset[str]) -> str:

@@ -146,7 +146,9 @@ class LlamaCppPythonDouble:
     payloads: tools without tool_choice are dropped, stream + "auto" gets an empty 200, a null
     content gets HTTP 500, no usage in streams, ``GET /models`` lists models ``owned_by: "me"``,
     and ``tool`` messages never reach the model (its chatml-function-calling template renders
-    them as an empty turn), so a model that saw no result calls the tool again."""
+    them as an empty turn), so a model that saw no result calls the tool again. Under
+    ``tool_choice: "none"`` with the tools described in the system prompt (the profile's strategy
+    for several tools) the model writes its call as text."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
@@ -159,9 +161,21 @@ class LlamaCppPythonDouble:
         body = json.loads(request.content)
         self.bodies.append(body)
         seen = [m for m in body["messages"] if m["role"] != "tool"]  # what the template keeps
-        result = seen[-1]["role"] == "user" and "Result of get_weather" in seen[-1]["content"]
-        if body.get("tool_choice") == "none" and result:  # answered whole, also when streamed
+        result = any(
+            m["role"] == "user" and "Result of get_weather" in str(m["content"]) for m in seen[-2:]
+        )
+        if result and body.get("tool_choice", "none") == "none":  # answered whole
             return _reply("llamacpppython_answer.json", 200, "application/json")
+        if body.get("tool_choice") == "none" and "<tools>" in str(seen[0]["content"]):
+            call = (
+                '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+            )
+            return httpx.Response(200, json={
+                "object": "chat.completion", "model": "gemma.gguf",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": call}}],
+                "usage": {"prompt_tokens": 214, "completion_tokens": 20, "total_tokens": 234},
+            })  # fmt: skip
         if any(m.get("content") is None for m in body["messages"]):
             return _reply("llamacpppython_500.json", 500, "application/json")
         if body.get("tools") and body.get("tool_choice") == "auto":
@@ -197,25 +211,28 @@ async def test_defaults_work_against_a_llama_cpp_python_server(tools: ToolRegist
     assert double.listed == 1  # asked once what the server is, before the first request
     assert result.trace.root.attributes["settings"]["profile"] == "llama-cpp-python"
     assert result.trace.root.attributes["settings"]["tool_strategy"] == "named-then-none"
-    # known before the first request: never streamed with "auto", so never an empty answer
-    assert [(b["stream"], b["tool_choice"]) for b in double.bodies[:2]] == [
-        (False, "auto"), (False, "none")
+    # known before the first request: "auto" (its failing decision step) is never sent; two
+    # tools: described in the system prompt under "none", the call read from the text, then the
+    # answer asked for without tools
+    assert [(b["stream"], b.get("tool_choice")) for b in double.bodies[:2]] == [
+        (True, "none"), (True, None)
     ]  # fmt: skip
+    assert "<tools>" in double.bodies[0]["messages"][0]["content"]
     assistant = [m for m in double.bodies[1]["messages"] if m["role"] == "assistant"]
     assert assistant[0]["content"] == ""
     assert assistant[0]["tool_calls"][0]["function"]["name"] == "get_weather"
-    last = double.bodies[1]["messages"][-1]
+    last = double.bodies[1]["messages"][-2]
     assert last["role"] == "user"  # not "tool": this server's template would drop it
     assert last["content"].startswith("Result of get_weather (call ")
     assert "18 C and sunny in Paris" in last["content"]
     assert repr(model).count("profile='llama-cpp-python'") == 1
     calls = [s for s in result.trace.spans() if s.kind == "model_call"]
     notices = " ".join(calls[0].attributes["notices"])
-    assert "tool strategy named-then-none: 'auto' (2 tools)" in notices
-    assert "'none' after the tool results" in " ".join(calls[1].attributes["notices"])
+    assert "tool strategy named-then-none: 2 tools, so none can be forced by name" in notices
+    assert "answer-after-text-calls" in " ".join(calls[1].attributes["notices"])
     assert result.usage.input_tokens == 214 + 251
     assert second.ok
-    assert double.bodies[2]["stream"] is False
+    assert double.bodies[2].get("tool_choice") == "none"  # never "auto"
 
 
 async def test_unknown_usage_stays_unknown_in_the_result(tools: ToolRegistry) -> None:

@@ -420,7 +420,8 @@ async def test_invalid_inputs_fold_into_an_unavailable_result(math: ToolRegistry
     assert folded.is_error
     assert folded.status == "invalid_arguments"
     assert folded.details["unavailable"] is True
-    assert folded.text.startswith("Subagent 'researcher' unavailable: input validation failed:")
+    assert folded.text.startswith("Invalid arguments for subagent 'researcher' (it did not run):")
+    assert '"objective": <string, required' in folded.text  # the shape of a valid call
     assert "`objective`: required field is missing" in folded.text
     assert "`max_files`" in folded.text
     assert child.requests == []

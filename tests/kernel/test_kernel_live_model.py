@@ -6,7 +6,9 @@ defaults (no profile, no tool_choice, streaming on).
 base URL (``http://127.0.0.1:PORT/v1``) and ``KODE_NB_LIVE_REQUIRED=1``, so a missing server fails
 these tests instead of skipping them. Elsewhere, unset, they are skipped with that reason.
 ``KODE_NB_LIVE_MODEL`` picks the model id (default: the first from ``/models``),
-``KODE_NB_LIVE_KEY`` a key.
+``KODE_NB_LIVE_KEY`` a key. ``KODE_NB_LIVE_SERVER`` says which server it is: ``llama-server``
+(default) or ``llama-cpp-python`` (``bash scripts/dev.sh live`` runs this file against both): the
+profile kode_nb must identify, and the script that starts a second one to kill.
 
 No case can pass by accident: each asserts that the tool ran with the arguments asked for and
 that the answer carries the tool's result (a number the model cannot guess), or, for the failure
@@ -36,7 +38,11 @@ from .harness import Kernel
 
 URL = os.environ.get("KODE_NB_LIVE_URL", "").strip()
 REQUIRED = os.environ.get("KODE_NB_LIVE_REQUIRED", "") == "1"
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "llama_server.sh"
+SERVER = os.environ.get("KODE_NB_LIVE_SERVER", "").strip() or "llama-server"
+SCRIPTS = {"llama-server": "llama_server.sh", "llama-cpp-python": "llama_cpp_python.sh"}
+if SERVER not in SCRIPTS:  # pragma: no cover - a broken set-up
+    raise RuntimeError(f"KODE_NB_LIVE_SERVER={SERVER!r}: expected one of {', '.join(SCRIPTS)}")
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / SCRIPTS[SERVER]
 
 if REQUIRED and not URL:  # pragma: no cover - a broken CI set-up
     raise RuntimeError(
@@ -120,7 +126,21 @@ def called(result: Any) -> list[Any]:
     return [s.attributes.get("arguments") for s in result.trace.spans() if s.kind == "tool_call"]
 
 
-def check_tries(scenario: str, failures: list[str | None]) -> None:
+def notices(result: Any) -> list[str]:
+    """Every notice of every model call of the run (its subagents' too)."""
+    return [
+        n for s in result.trace.spans() if s.kind == "model_call"
+        for n in s.attributes.get("notices") or ()
+    ]  # fmt: skip
+
+
+def strategy_missing(result: Any) -> bool:
+    """On llama-cpp-python the profile's strategy did not run (its native 'auto' step was used)."""
+    ran = any("tool strategy named-then-none" in n for n in notices(result))
+    return SERVER == "llama-cpp-python" and not ran
+
+
+def check_tries(scenario: str, failures: list[str | None], started: float) -> None:
     """At least all but one of the tries succeeded (4 of 5 by default); the counts are appended
     to ``KODE_NB_LIVE_REPORT`` when set."""
     ok = failures.count(None)
@@ -128,6 +148,7 @@ def check_tries(scenario: str, failures: list[str | None]) -> None:
     if report:
         with open(report, "a", encoding="utf-8") as out:
             out.write(json.dumps({"scenario": scenario, "tries": len(failures), "ok": ok,
+                                  "seconds_per_try": round((time.monotonic() - started) / len(failures), 1),
                                   "failures": [f for f in failures if f]}) + "\n")  # fmt: skip
     assert ok >= len(failures) - 1, f"{scenario}: {ok} of {len(failures)} round trips: {failures}"
 
@@ -137,19 +158,21 @@ async def test_an_agent_with_two_tools_calls_the_right_one_and_uses_its_result(
     tools: list[tuple[str, dict[str, Any]]],
 ) -> None:
     failures: list[str | None] = []
+    started = time.monotonic()
     for a, b in NUMBERS:
         tools.clear()
         agent = Agent(model=live_model(), tools=["add", "get_weather"], max_turns=4)
         result = await agent.run(f"What is {a} + {b}? Use the add tool.")
         run = result.trace.root.attributes
-        assert run["settings"]["profile"] == "llama-server"  # known before the first request
+        assert run["settings"]["profile"] == SERVER  # known before the first request
         failures.append(
             f"status {result.status}: {result.error}" if result.status != "completed"
+            else f"no strategy notice: {notices(result)}" if strategy_missing(result)
             else f"no add({a}, {b}) call: {tools}" if ("add", {"a": a, "b": b}) not in tools
             else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
             else None
         )  # fmt: skip
-    check_tries("agent with two tools", failures)
+    check_tries("agent with two tools", failures, started)
 
 
 @pytest.mark.anyio
@@ -169,6 +192,7 @@ async def test_a_subagent_is_called_and_its_answer_used(
         )
     )
     failures: list[str | None] = []
+    started = time.monotonic()
     for a, b in NUMBERS:
         tools.clear()
         main = Agent(model=model, tools=["calculator", "get_weather"], max_turns=4)
@@ -176,12 +200,13 @@ async def test_a_subagent_is_called_and_its_answer_used(
         runs = [s.name for s in result.trace.spans() if s.kind == "run"]
         failures.append(
             f"status {result.status}: {result.error}" if result.status != "completed"
+            else f"no strategy notice: {notices(result)}" if strategy_missing(result)
             else f"runs {runs}, answer {result.output!r}, calls {called(result)}" if runs != ["main", "calculator"]
             else f"no add({a}, {b}) call: {tools}" if ("add", {"a": a, "b": b}) not in tools
             else f"answer without the result: {result.output!r}" if not uses(result.output, a + b)
             else None
         )  # fmt: skip
-    check_tries("subagent", failures)
+    check_tries("subagent", failures, started)
 
 
 def test_ask_in_a_real_kernel_with_an_approval_clicked(
@@ -189,6 +214,7 @@ def test_ask_in_a_real_kernel_with_an_approval_clicked(
 ) -> None:
     kernel = Kernel(tmp_path_factory.mktemp("kernel"))
     failures: list[str | None] = []
+    started = time.monotonic()
     try:
         kernel.ok("%load_ext kode_nb")
         kernel.ok(
@@ -208,20 +234,33 @@ def test_ask_in_a_real_kernel_with_an_approval_clicked(
                 f"%%ask --model $live --tools add --out h\nWhat is {a} + {b}? Use the add tool."
             )
             assert run.outputs[0]["text/plain"].startswith("agent main: running")
-            with contextlib.suppress(TimeoutError):  # no approval asked: the checks say so
-                kernel.click(kernel.button("Approve", start, timeout=120))  # the call waits
-            kernel.ok("r = await h", timeout=300)
+            clicked = approve_or_finish(kernel, start)
+            kernel.ok("r = await h", timeout=600)
             status, ran = kernel.value("r.status"), kernel.value("RAN")
             answer = kernel.value("r.output")
             failures.append(
                 f"status {status}: {kernel.value('r.error')}" if status != "completed"
+                else f"no approval was asked (RAN={ran}, answer {answer})" if not clicked
                 else f"add({a}, {b}) did not run: RAN={ran}" if ran != f"[({a}, {b})]"
                 else f"answer without the result: {answer}" if not uses(answer, a + b)
                 else None
             )  # fmt: skip
     finally:
         kernel.close()
-    check_tries("%%ask in a kernel, approval clicked", failures)
+    check_tries("%%ask in a kernel, approval clicked", failures, started)
+
+
+def approve_or_finish(kernel: Kernel, start: int, limit: float = 600.0) -> bool:
+    """Click the run's first Approve button once it is shown; ``False`` when the run ended
+    without asking (no tool call). A slow model may take minutes to ask."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with contextlib.suppress(TimeoutError):
+            kernel.click(kernel.button("Approve", start, timeout=5))
+            return True
+        if kernel.value("h.done()") == "True":
+            return False
+    raise AssertionError(f"the run neither asked for an approval nor ended within {limit:g} s")
 
 
 @pytest.mark.anyio
@@ -247,9 +286,43 @@ async def test_a_prompt_over_the_context_window_is_an_error_naming_it(
     assert tools == []
 
 
+def test_the_profile_claims_only_the_tool_choices_the_server_honours() -> None:
+    """A named tool_choice forces that tool exactly where the profile claims it (llama-cpp-python),
+    and is ignored where it does not (llama-server, which logs "Wrong type supplied for parameter
+    'tool_choice'"): asked to add with the add tool at temperature 0, the model calls add unless
+    the server forces get_weather."""
+    import httpx
+
+    from kode_nb.models._profiles import PROFILES
+
+    tools = [
+        {"type": "function", "function": {"name": "add", "description": "Add two integers.",
+         "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                        "required": ["a", "b"]}}},
+        {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
+         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    ]  # fmt: skip
+    body = {
+        "model": model_id(),
+        "messages": [{"role": "user", "content": f"What is {A} + {B}? Use the add tool."}],
+        "tools": tools,
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+        "temperature": 0,
+        "max_tokens": 64,
+        "stream": False,
+    }
+    answer = httpx.post(URL.rstrip("/") + "/chat/completions", json=body, timeout=600).json()
+    message = answer["choices"][0]["message"]
+    names = [c["function"]["name"] for c in message.get("tool_calls") or ()]
+    forced = names == ["get_weather"] or (
+        not names and '"get_weather"' in (message["content"] or "")
+    )
+    assert forced == ("named" in PROFILES[SERVER].tool_choices), (SERVER, message)
+
+
 @pytest.fixture
 def own_server() -> Iterator[tuple[str, int]]:
-    """A second llama-server of our own, to kill."""
+    """A second server of our own (the kind under test), to kill."""
     url, pid, _log = subprocess.run(
         ["bash", str(SCRIPT), "start"], check=True, capture_output=True, text=True, timeout=600
     ).stdout.split()

@@ -72,6 +72,18 @@ def model(client: httpx.AsyncClient, **kw: Any) -> OpenAIChatModel:
     return OpenAIChatModel(kw.pop("id", "m"), base_url="http://127.0.0.1:9/v1", http_client=client, **kw)  # fmt: skip
 
 
+def after_result(call: Any) -> ModelRequest:
+    """The request after ``call`` (to add) got its result, 140090."""
+    from kode_nb.models import AssistantMessage, ToolResultMessage
+    from kode_nb.types import TextBlock
+
+    return ModelRequest(system="", tools=(ADD, WEATHER), messages=(
+        UserMessage(content="What is 48213 + 91877?"),
+        AssistantMessage(tool_calls=(ToolCallRequest(id=call.id, name="add", arguments=call.arguments),)),
+        ToolResultMessage(call_id=call.id, name="add", content=(TextBlock(text="140090"),)),
+    ))  # fmt: skip
+
+
 # ------------------------------------------------------------------ calls written as text
 
 
@@ -238,6 +250,44 @@ async def test_llama_cpp_python_strategy_forces_the_one_tool_then_none() -> None
     assert m.describe()["tool_strategy"] == "named-then-none"
 
 
+async def test_llama_cpp_python_strategy_prompts_for_several_tools_then_asks_for_the_answer() -> (
+    None
+):
+    call = '<tool_call>\n{"name": "add", "arguments": {"a": 48213, "b": 91877}}\n</tool_call>'
+    server = MockServer(text_stream(call), text_stream("The sum is 140090."))
+    async with server.client() as client:
+        m = model(client, profile="llama-cpp-python", stream=False)
+        first = await collect(m.stream(request()))
+        [made] = first.tool_calls
+        second = await collect(m.stream(after_result(made)))
+    body = server.body(0)
+    assert body["tool_choice"] == "none"  # its "auto" step is what small models fail
+    system = body["messages"][0]
+    assert system["role"] == "system"
+    assert "<tools>" in system["content"]
+    assert '"name": "get_weather"' in system["content"]
+    assert '"name": "add"' in system["content"]
+    assert "<tool_call>" in system["content"]
+    assert json.loads(made.arguments) == {"a": 48213, "b": 91877}
+    assert any("2 tools, so none can be forced by name" in n for n in first.notices)
+    assert any("recovered from the answer text" in n for n in first.notices)
+    after_body = server.body(1)
+    assert "tools" not in after_body  # then asked for the answer, as after any text calls
+    assert after_body["messages"][-2]["content"].startswith("Result of add (call text_call_1):")
+    assert after_body["messages"][-1] == {"role": "user", "content": ANSWER_NUDGE}
+    assert second.text == "The sum is 140090."
+
+
+async def test_the_prompted_strategy_needs_text_calls() -> None:
+    server = MockServer(text_stream("x"))
+    async with server.client() as client:
+        m = model(client, profile="llama-cpp-python", stream=False, text_calls=False)
+        response = await collect(m.stream(request()))
+    assert server.body(0)["tool_choice"] == "auto"
+    assert server.body(0)["messages"][0]["role"] == "user"  # no tools section added
+    assert "tool strategy named-then-none: 'auto' (2 tools)" in response.notices
+
+
 # ------------------------------------------------------------------ lengths
 
 
@@ -329,20 +379,12 @@ async def test_recorded_progress_events_are_read_as_part_of_the_answer() -> None
 
 
 async def test_a_model_that_wrote_calls_as_text_gets_no_tools_after_their_results() -> None:
-    from kode_nb.models import AssistantMessage, ToolResultMessage
-    from kode_nb.types import TextBlock
-
     server = MockServer(sse("llamaserver_recorded_text_call.txt"), text_stream("140090"))
     async with server.client() as client:
         m = model(client, profile="llama-server", id="qwen2.5-coder-0.5b")
         first = await collect(m.stream(request()))
         [call] = first.tool_calls
-        after = ModelRequest(system="", tools=(ADD, WEATHER), messages=(
-            UserMessage(content="What is 48213 + 91877?"),
-            AssistantMessage(tool_calls=(ToolCallRequest(id=call.id, name="add", arguments=call.arguments),)),
-            ToolResultMessage(call_id=call.id, name="add", content=(TextBlock(text="140090"),)),
-        ))  # fmt: skip
-        second = await collect(m.stream(after))
+        second = await collect(m.stream(after_result(call)))
     assert "tools" in server.body(0)
     assert "tools" not in server.body(1)
     assert "tool_choice" not in server.body(1)

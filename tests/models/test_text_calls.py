@@ -72,7 +72,6 @@ def test_calls_written_as_text_are_read(
         'To add them I would call {"name": "add", "arguments": {"a": 1, "b": 2}}.',
         '{"name": "add", "arguments": {"a": 1, "b": 2}} and that gives 3.',
         '{"name": "delete_everything", "arguments": {}}',  # not offered
-        '{"name": "add", "arguments": {"a": 1}}\n{"name": "rm", "arguments": {}}',  # one not offered
         '{"name": "add", "arguments": [1, 2]}',
         '{"name": "add", "arguments": "not json"}',
         '{"name": "add", "arguments": {"a": 1}, "comment": "extra"}',
@@ -185,9 +184,45 @@ def test_an_answer_cut_at_the_length_limit_keeps_its_complete_calls(text: str) -
         CALC[:-1],  # never repaired when cut: its arguments may be cut short
         f"{CALC}\nThe sum is",  # words after the calls
         f'{CALC}\n{{"name": "calculator"]',  # not the start of a JSON value
-        f'{CALC}\n{{"name": "rm", "arguments": {{}}}}\n{{"name',  # a tool not offered
+        '{"name": "rm", "arguments": {}}\n{"name',  # only a tool not offered
         "In the vast blue sea,\n",  # recorded: a poem cut at the limit
     ],
 )
 def test_a_cut_answer_without_complete_calls_or_with_words_stays_text(text: str) -> None:
     assert read(text, cut=True) is None
+
+
+def test_a_call_shaped_object_that_is_no_call_beside_a_valid_call_is_dropped() -> None:
+    # written by Qwen2.5-Coder-0.5B on llama-server in the live subagent case
+    text = (
+        '{"name": "calculator", "arguments": {"task": "add"}}\n'
+        '{"arguments": {"task": "55120", "additionalProperties": false}, '
+        '"arguments": {"task": "38967", "additionalProperties": false}}'
+    )
+    found = read_text_calls(text, {"calculator", "get_weather"})
+    assert found is not None
+    assert found.calls == [TextCall("calculator", '{"task": "add"}')]
+    assert found.malformed == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"arguments": {"a": 1, "b": 2}}',  # no valid call at all
+        '{"name": "add", "arguments": {"a": 1, "b": 2}}\n{"result": 3, "arguments": 2}',  # data
+        '{"name": "add", "arguments": {"a": 1, "b": 2}}\n{"name": "add"}',  # a name alone
+    ],
+)
+def test_without_a_valid_call_or_beside_other_data_it_stays_text(text: str) -> None:
+    assert read_text_calls(text, TOOLS) is None
+
+
+def test_a_call_to_a_tool_not_offered_beside_an_offered_one_is_kept_as_a_call() -> None:
+    # written by Qwen2.5-Coder-0.5B on llama-server in the live subagent case: the agent answers
+    # the made-up tool with an error naming the tools it has, and runs the other call
+    text = (
+        '```json\n{"name": "calculator", "arguments": {"task": "add"}}\n'
+        '{"name": "sum", "arguments": {"sum": 55120, "add": 38967}}\n```'
+    )
+    assert read(text) == [("calculator", {"task": "add"}), ("sum", {"sum": 55120, "add": 38967})]
+    assert read('{"name": "sum", "arguments": {"a": 1}}') is None  # only made-up tools: text

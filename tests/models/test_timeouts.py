@@ -250,6 +250,74 @@ async def test_a_stream_that_never_ends_hits_the_total_timeout() -> None:
         assert 0.75 < time.monotonic() - t0 < 3
 
 
+# Every limit against every fake server it applies to: one limit tight, the others loose (20 s),
+# so only the limit under test can end the call. "answer started" servers (chunks then comments)
+# are past first_byte_timeout and the deadline (both bound the wait for the answer to start): there
+# the idle timeout and the total limit must hold.
+JSON_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+
+
+def headers_then(head: bytes, first: bytes = b"") -> Handler:
+    """Headers (and ``first``), then nothing at all: the connection stays open."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(head + (chunked(first) if first else b""))
+        await writer.drain()
+        await asyncio.sleep(30)
+
+    return handler
+
+
+def first_event() -> bytes:
+    return payload("openai_text.txt").split(b"\n\n")[0] + b"\n\n"
+
+
+SERVERS: dict[str, Callable[[], Handler]] = {
+    "only comments": lambda: comments_forever(),
+    "headers then nothing": lambda: headers_then(SSE_HEAD),
+    "chunks then comments": lambda: comments_forever(first_event()),
+    "JSON headers then nothing": lambda: headers_then(JSON_HEAD),
+    "part of a JSON body then nothing": lambda: headers_then(JSON_HEAD, b'{"choices": ['),
+}
+LOOSE = {"first_byte_timeout": 20.0, "timeout": 20.0, "deadline": 20.0, "total_timeout": 20.0}
+MATRIX = [
+    # (server, streamed, tight limit, error type, the message names)
+    ("only comments", True, "first_byte_timeout", ModelConnectionError, "(first_byte_timeout,"),
+    ("headers then nothing", True, "first_byte_timeout", ModelConnectionError, "(first_byte_timeout,"),
+    ("chunks then comments", True, "timeout", ModelProtocolError, "(ModelSettings.timeout)"),
+    ("only comments", True, "deadline", ModelConnectionError, "(deadline,"),
+    ("headers then nothing", True, "deadline", ModelConnectionError, "(deadline,"),
+    ("only comments", True, "total_timeout", ModelConnectionError, "total_timeout"),
+    ("headers then nothing", True, "total_timeout", ModelConnectionError, "total_timeout"),
+    ("chunks then comments", True, "total_timeout", ModelConnectionError, "total_timeout"),
+    # a whole (non-streamed) answer: `timeout` is its first-response limit
+    ("JSON headers then nothing", False, "timeout", ModelConnectionError, "(timeout,"),
+    ("part of a JSON body then nothing", False, "timeout", ModelConnectionError, "(timeout,"),
+    ("JSON headers then nothing", False, "deadline", ModelConnectionError, "(deadline,"),
+    ("part of a JSON body then nothing", False, "deadline", ModelConnectionError, "(deadline,"),
+    ("JSON headers then nothing", False, "total_timeout", ModelConnectionError, "total_timeout"),
+    ("part of a JSON body then nothing", False, "total_timeout", ModelConnectionError, "total_timeout"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("server", "streamed", "limit", "error", "names"), MATRIX)
+async def test_every_limit_fires_against_every_server_it_applies_to(
+    server: str, streamed: bool, limit: str, error: type[Exception], names: str
+) -> None:
+    async with serve(SERVERS[server]()) as (url, connections):
+        m = OpenAIChatModel("m", base_url=url, api_key_env=None, stream=streamed)
+        t0 = time.monotonic()
+        with pytest.raises(error) as caught:
+            await collect(m.stream(request(**{**LOOSE, limit: 0.6})))
+        took = time.monotonic() - t0
+    assert 0.55 < took < 5, f"{server}: {limit} took {took:.2f} s"
+    assert names in str(caught.value), caught.value
+    assert len(connections) == 1  # an answer that did not come in time is not asked again
+
+
 def test_a_model_call_has_a_total_timeout_by_default() -> None:
     assert ModelSettings().total_timeout == 600.0
     assert ModelSettings().describe()["total_timeout"] == 600.0
@@ -349,3 +417,19 @@ def test_close_from_sync_code_after_the_loop_ended() -> None:
     assert m._own.is_closed  # closed as asyncio.run shut the loop down
     m.close()  # its loop is gone: nothing to do, and no error
     assert m._own is None
+
+
+async def test_unloading_the_extension_closes_the_models_clients(kode_ip: object) -> None:
+    async with serve(answers_forever()) as (url, _):
+        m = model(url)
+        assert (await collect(m.stream(request()))).text
+        client = m._own
+        assert client is not None
+        assert not client.is_closed
+        kode_ip.run_line_magic("unload_ext", "kode_nb")  # type: ignore[attr-defined]
+        for _ in range(50):  # scheduled on this (running) loop
+            if client.is_closed:
+                break
+            await asyncio.sleep(0.02)
+        assert client.is_closed
+        assert m._own is None

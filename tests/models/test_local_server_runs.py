@@ -1,0 +1,174 @@
+"""Local servers' habits through a whole agent run against a fake server: tool calls written as
+text are marked "recovered from text" in the trace with the raw text, their arguments are validated
+like any call's, ``text_calls=False`` leaves the text as the answer (with a warning), and an answer
+cut at the length limit is a warning on the run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from kode_nb import ToolRegistry, define_tool
+from kode_nb.agents import Agent
+from kode_nb.models import OpenAIChatModel
+from kode_nb.models.openai_compat import ANSWER_NUDGE
+
+from ._mock import MockServer, payload, sse
+from .test_server_quirks import text_stream
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def ran(registry: ToolRegistry) -> list[tuple[int, int]]:
+    calls: list[tuple[int, int]] = []
+
+    def add(a: int, b: int) -> str:
+        """Add two integers exactly."""
+        calls.append((a, b))
+        return f"{a} + {b} = {a + b}"
+
+    define_tool(add, inline=True)
+    return calls
+
+
+def model(client: httpx.AsyncClient, **kw: Any) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        "qwen2.5-coder-0.5b",
+        base_url="http://127.0.0.1:9/v1",
+        http_client=client,
+        api_key_env=None,
+        profile="llama-server",
+        **kw,
+    )
+
+
+def spans(result: Any, kind: str) -> list[Any]:
+    return [s for s in result.trace.spans() if s.kind == kind]
+
+
+async def test_a_recovered_call_runs_and_the_trace_keeps_the_raw_text(
+    ran: list[tuple[int, int]],
+) -> None:
+    server = MockServer(sse("llamaserver_recorded_text_call.txt"), text_stream("It is 140090."))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=3).run("48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert ran == [(48213, 91877)]
+    assert result.output == "It is 140090."
+    first, second = spans(result, "model_call")
+    raw = first.attributes["recovered_from_text"]
+    assert '"name": "add"' in raw
+    assert "48213" in raw
+    [call] = first.attributes["response"]["tool_calls"]
+    assert call["recovered_from_text"] is True
+    assert json.loads(call["arguments"]) == {"a": 48213, "b": 91877}
+    assert [e["name"] for e in first.events].count("tool_calls_recovered") == 1
+    assert "recovered_from_text" not in second.attributes
+    assert any("recovered from the answer text" in n for n in first.attributes["notices"])
+
+
+async def test_recovered_arguments_are_validated_like_any_call(
+    ran: list[tuple[int, int]],
+) -> None:
+    bad = '{"name": "add", "arguments": {"a": 48213, "value2": 91877}}'
+    good = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}'
+    server = MockServer(text_stream(bad), text_stream(good), text_stream("140090"))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=4).run("48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert ran == [(48213, 91877)]  # the invalid call never ran
+    first_call = spans(result, "tool_call")[0]
+    assert first_call.status == "invalid_arguments"
+    sent_back = json.loads(server.requests[1].content)["messages"][-1]
+    assert sent_back["role"] == "tool"
+    assert "`b`: required field is missing" in sent_back["content"]
+    assert "`value2`" in sent_back["content"]
+
+
+async def test_text_calls_false_leaves_the_text_as_the_answer_with_a_warning(
+    ran: list[tuple[int, int]],
+) -> None:
+    server = MockServer(sse("llamaserver_recorded_text_call.txt"))
+    async with server.client() as client:
+        agent = Agent(model=model(client, text_calls=False), tools=["add"], max_turns=3)
+        result = await agent.run("48213 + 91877?")
+    assert ran == []
+    assert result.status == "completed"
+    assert '"name": "add"' in str(result.output)
+    assert any("looks like a call to 'add' written as text" in w for w in result.warnings), (
+        result.warnings
+    )
+    assert not any("recovered_from_text" in s.attributes for s in spans(result, "model_call"))
+
+
+async def test_an_answer_cut_at_the_length_limit_is_a_warning_on_the_run(
+    ran: list[tuple[int, int]],
+) -> None:
+    server = MockServer(sse("llamaserver_recorded_length.txt"))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=2).run("Write a poem.")
+    assert json.loads(server.requests[0].content)["max_tokens"] == 2048  # the profile's default
+    assert result.status == "completed"
+    [warning] = [w for w in result.warnings if "length limit" in w]
+    assert "cut off at the length limit of 2048 tokens (finish_reason 'length')" in warning
+    assert "ModelSettings(max_tokens=...)" in warning
+
+
+# llama-cpp-python 0.3.36's server (`--chat_format chatml-function-calling`, Qwen2.5-Coder-0.5B),
+# recorded: its GET /v1/models, then its answers to the profile's strategy (payloads/SERVERS.md).
+LCP_LISTING = httpx.Response(200, json={"object": "list", "data": [
+    {"id": "qwen2.5-coder-0.5b", "object": "model", "owned_by": "me", "permissions": []}]})  # fmt: skip
+
+
+def recorded(name: str) -> httpx.Response:
+    kind = "text/event-stream" if name.endswith(".txt") else "application/json"
+    return httpx.Response(200, content=payload(name), headers={"content-type": kind})
+
+
+@pytest.mark.parametrize(
+    ("tools", "first", "second"),
+    [
+        (["add"], "named_1.json", "named_2.json"),
+        (["add", "get_weather"], "prompted_1.json", "prompted_2.txt"),
+    ],
+)
+async def test_recorded_llama_cpp_python_strategy_completes_the_round_trip(
+    ran: list[tuple[int, int]], tools: list[str], first: str, second: str
+) -> None:
+    def get_weather(city: str) -> str:
+        """Weather in a city."""
+        return "foggy"
+
+    define_tool(get_weather, inline=True)
+    server = MockServer(
+        LCP_LISTING,
+        recorded(f"llamacpppython_recorded_{first}"),
+        recorded(f"llamacpppython_recorded_{second}"),
+        probes=True,
+    )
+    async with server.client() as client:
+        m = OpenAIChatModel("qwen2.5-coder-0.5b", base_url="http://127.0.0.1:9/v1",
+                            http_client=client, api_key_env=None)  # fmt: skip
+        result = await Agent(model=m, tools=tools, max_turns=3).run(
+            "What is 48213 + 91877? Use the add tool."
+        )
+    assert result.status == "completed", result.error
+    assert result.trace.root.attributes["settings"]["profile"] == "llama-cpp-python"
+    assert ran == [(48213, 91877)]
+    assert "140090" in str(result.output)
+    ask, answer = (json.loads(r.content) for r in server.requests[1:])
+    if len(tools) == 1:  # the one tool forced by name, then "none" after its result
+        assert ask["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+        assert answer["tool_choice"] == "none"
+    else:  # several: described in the system prompt, "none", the call read from the text
+        assert ask["tool_choice"] == "none"
+        assert "<tools>" in ask["messages"][0]["content"]
+        assert "tools" not in answer
+    assert answer["messages"][-2]["content"].startswith("Result of add (call ")
+    assert answer["messages"][-1]["content"] == ANSWER_NUDGE
+    notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
+    assert any(n.startswith("tool strategy named-then-none") for n in notes), notes
