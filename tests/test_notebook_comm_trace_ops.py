@@ -141,7 +141,7 @@ async def test_bad_requests_get_a_specific_refusal(
     assert "the request has no trace" in refused({"op": "expand"})
     assert "got list" in refused({"op": "expand", "trace": [1, 2]})
     assert refused({"op": "expand", "trace": {"schema": "kode_nb.run/v1"}}) == (
-        "not a kode_nb trace: its schema is 'kode_nb.run/v1', expected kode_nb.trace/v1 or /v2"
+        "not a kode_nb trace: its schema is 'kode_nb.run/v1', expected kode_nb.trace/v1, /v2 or /v3"
     )
     broken = {"schema": "kode_nb.trace/v2", "trace_id": "ab" * 16}  # no root span
     assert "not a usable kode_nb trace" in refused({"op": "expand", "trace": broken})

@@ -28,7 +28,7 @@ whose tools live in a registry of their own forks with them), else a new
 :class:`~kode_nb.Executor` (in a notebook with kode_nb loaded, the session's), which must have
 the run's tools (else the error says to pass ``executor=``).
 
-The fork's trace is a ``kode_nb.trace/v2`` trace of its own. Its run span has ``forked_from``
+The fork's trace is a ``kode_nb.trace/v3`` trace of its own. Its run span has ``forked_from``
 (``trace_id``, ``span_id``, ``turn``, ``kind``, ``call_id``, ``edited``, ``replayed_requests``);
 replayed ``model_call`` and ``tool_call`` spans have ``replayed: true`` (and keep the recorded
 model name and cost), an edited tool call ``edited: true``. :func:`kode_nb.diverge` compares

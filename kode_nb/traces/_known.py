@@ -1,7 +1,7 @@
 """The traces this process knows by id: every finished run's, and any a front end handed over.
 
 A trace viewer in the browser names a run by its ``trace_id`` (its record holds the whole
-``kode_nb.trace/v2`` JSON). Cells inserted from the viewer ("Expand into cells", "Fork from
+``kode_nb.trace`` JSON). Cells inserted from the viewer ("Expand into cells", "Fork from
 here") refer to that id; :func:`known_trace` resolves it here. The table is bounded (the newest
 :data:`LIMIT` traces, least recently used dropped first) so a long session does not grow without
 end; a trace that fell out is handed over again by the front end, or loaded from its JSON.

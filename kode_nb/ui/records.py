@@ -410,7 +410,7 @@ def _output_text(output: Any) -> str:
 
 
 def trace_record(trace: Trace) -> Record:
-    """The record of a trace: its ``kode_nb.trace/v2`` JSON in the compact saved form
+    """The record of a trace: its ``kode_nb.trace/v3`` JSON in the compact saved form
     (:mod:`kode_nb.traces._compact`; :meth:`Trace.from_dict` reads it back)."""
     plain = trace.to_dict()
     return Record("trace", _saved_trace(plain), RH.trace_html(plain), RH.trace_text(plain))

@@ -70,7 +70,7 @@ def _trace_json(data: Mapping[str, Any]) -> Mapping[str, Any]:
     schema = trace.get("schema")
     if not (isinstance(schema, str) and schema.startswith("kode_nb.trace/")):
         raise ConfigurationError(
-            f"not a kode_nb trace: its schema is {schema!r}, expected kode_nb.trace/v1 or /v2"
+            f"not a kode_nb trace: its schema is {schema!r}, expected kode_nb.trace/v1, /v2 or /v3"
         )
     return trace
 

@@ -247,6 +247,13 @@ function toolSection(s: SpanData): HTMLElement[] {
           result['error_type'] ? field('error type', String(result['error_type'])) : null,
           field('duration', formatDuration(result['duration'], '–')),
           block(text(result['text'] ?? '')),
+          typeof result['text_chars'] === 'number'
+            ? h(
+                'div.kode-nb-muted.kode-nb-result-cut',
+                null,
+                `the trace keeps the first ${String(result['text'] ?? '').length.toLocaleString('en-US')} of ${result['text_chars'].toLocaleString('en-US')} characters; the whole result is in the call's result object`
+              )
+            : null,
           typeof a['model_text'] === 'string'
             ? h(
                 'div.kode-nb-model-text',

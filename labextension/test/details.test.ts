@@ -116,3 +116,25 @@ test('a status badge carries its status as text and as a class hook', () => {
   assert.ok(badge.classList.contains('kode-nb-status-time_limit'));
   assert.ok(statusBadge('<b>x</b>').classList.contains('kode-nb-status-bxb'));
 });
+
+test('a tool result kept as a preview says how much of it the trace holds', () => {
+  const trace = flatten(
+    parseTrace({
+      schema: 'kode_nb.trace/v3',
+      trace_id: 't2',
+      root: span('run', 'main', {}, [
+        span('tool_call', 'dump', {
+          tool: 'dump',
+          call_id: 'c9',
+          arguments: {},
+          result: { status: 'ok', text: 'x'.repeat(65_536), text_chars: 5_000_000 }
+        })
+      ])
+    })
+  );
+  const pane = renderDetails(trace, 1);
+  assert.deepEqual(texts(pane, '.kode-nb-result-cut'), [
+    "the trace keeps the first 65,536 of 5,000,000 characters; the whole result is in the call's result object"
+  ]);
+  assert.equal(renderDetails(TRACE, 2).querySelector('.kode-nb-result-cut'), null);
+});
