@@ -568,14 +568,33 @@ class Agent:
             key = (call.name, _canonical(call.arguments))
             st.repeats[key] = count = st.repeats.get(key, 0) + 1
             if limit is not None and count >= limit:
+                failed = _last_failure(st.messages, call.name)
+                why = (
+                    f"each time the call failed ({failed}) and the model sent it again unchanged "
+                    "instead of correcting it"
+                    if failed is not None
+                    else "without answering: it is not using the result (some servers' templates "
+                    "do not show tool results to the model)"
+                )
                 return (
                     f"the model called {call.name} with the same arguments {count} times "
-                    f"({key[1][:200]}) without answering: it is not using the result (some "
-                    "servers' templates do not show tool results to the model). The run was "
-                    f"stopped; Agent(max_repeated_calls=...) sets how many repeats are allowed "
+                    f"({key[1][:200]}) {why}. The run was stopped; "
+                    f"Agent(max_repeated_calls=...) sets how many repeats are allowed "
                     f"(now {limit}; None: no check)"
                 )
         return None
+
+
+def _last_failure(messages: Sequence[Message], tool: str) -> str | None:
+    """The first line of ``tool``'s latest result when that result was an error, else None."""
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage) and message.name == tool:
+            if not message.is_error:
+                return None
+            text = " ".join(getattr(b, "text", "") for b in message.content).strip()
+            first = text.splitlines()[0] if text else "an error"
+            return first[:200]
+    return None
 
 
 async def _prepare(model: Model) -> None:

@@ -233,6 +233,16 @@ async def test_the_same_call_repeated_ends_the_run_naming_the_cause(tools: ToolR
     assert len(events) == 1
 
 
+async def test_a_failing_call_repeated_unchanged_is_named_as_such(tools: ToolRegistry) -> None:
+    model = ScriptedModel([raw_call("add", '{"a": 1, "B": 2}')] * 3 + ["unreached"])
+    result = await Agent(model=model, tools=["add"], max_turns=10).run("loop")
+    assert result.status == "error"
+    error = result.error or ""
+    assert "each time the call failed (Invalid arguments for tool 'add'" in error, error
+    assert "sent it again unchanged instead of correcting it" in error
+    assert "templates" not in error  # the result was shown; the model did not act on it
+
+
 async def test_max_repeated_calls_none_allows_repeats(tools: ToolRegistry) -> None:
     model = ScriptedModel([call("add", a=1, b=1)] * 3 + ["done"])
     result = await Agent(model=model, tools=["add"], max_repeated_calls=None).run("loop")
