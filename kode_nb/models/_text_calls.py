@@ -25,6 +25,11 @@ Two malformed forms small models write are mended (:func:`read_text_calls` says 
 - an answer cut at the length limit (``cut``) after one or more complete calls: the truncated
   fragment after them is dropped (never repaired: its arguments may be cut short).
 
+A call written with its JSON and tags HTML-escaped (``&lt;tool_call&gt;{&quot;name&quot;: ...``,
+``&#34;``), as a model copies from a chat template that escapes the messages it renders
+(llama-cpp-python's ``chatml-function-calling``), is read unescaped when the text as it stands is
+no call (``unescaped``).
+
 The same call written several times (same tool, same arguments) is one call. A call-shaped
 object that is no valid call (``arguments`` without a ``name``, say) written beside one or more
 valid calls is dropped and counted (``malformed``); an answer with no valid call stays text.
@@ -33,6 +38,7 @@ valid calls is dropped and counted (``malformed``); an answer with no valid call
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import re
 from collections.abc import Collection
@@ -79,6 +85,8 @@ class TextCalls:
     """How many identical repeats of a call were dropped."""
     malformed: int = 0
     """How many call-shaped objects that are no valid call were dropped."""
+    unescaped: bool = False
+    """The text was read with its HTML entities (``&quot;``, ``&#34;``, ``&lt;``...) unescaped."""
 
 
 def parse_text_calls(
@@ -96,6 +104,19 @@ def read_text_calls(
     """The calls ``text`` consists of, or ``None`` when it is not nothing but calls (to tools in
     ``names``, when given). ``cut``: the answer ended at the length limit, so a fragment after
     complete calls is dropped instead of its closing brackets being added."""
+    found = _read(text, names, cut=cut)
+    if found is None and _ENTITY.search(text):
+        found = _read(html.unescape(text), names, cut=cut)
+        if found is not None:
+            found = dataclasses.replace(found, unescaped=True)
+    return found
+
+
+_ENTITY = re.compile(r"&(?:quot|lt|gt|amp|apos|#34|#39|#x22|#x27);")
+"""An HTML entity of a character JSON or a call tag is written with."""
+
+
+def _read(text: str, names: Collection[str] | None, *, cut: bool) -> TextCalls | None:
     body = text.strip()
     if not body:
         return None

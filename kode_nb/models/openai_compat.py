@@ -462,6 +462,7 @@ class OpenAIChatModel(HttpModel):
             for i, c in enumerate(found.calls, 1)
         )
         mended = [
+            *(["written HTML-escaped, read unescaped"] if found.unescaped else []),
             *(["the last call's missing closing brackets added"] if found.repaired else []),
             *(
                 ["the answer was cut at the length limit: its incomplete last call dropped"]

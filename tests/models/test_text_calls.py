@@ -226,3 +226,29 @@ def test_a_call_to_a_tool_not_offered_beside_an_offered_one_is_kept_as_a_call() 
     )
     assert read(text) == [("calculator", {"task": "add"}), ("sum", {"sum": 55120, "add": 38967})]
     assert read('{"name": "sum", "arguments": {"a": 1}}') is None  # only made-up tools: text
+
+
+ESCAPED = (  # llama-cpp-python, chatml-function-calling, two tools described in the system
+    # prompt: the answer as the model wrote it, copying the template's HTML escaping
+    "&lt;tool_call&gt;\n{&quot;name&quot;: &quot;add&quot;, &quot;arguments&quot;: "
+    "{&quot;a&quot;: 48213, &quot;b&quot;: 91877}}\n&lt;/tool_call&gt;"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [ESCAPED, '{&#34;name&#34;: &#34;add&#34;, &#34;arguments&#34;: {&#34;a&#34;: 48213, '
+              '&#34;b&#34;: 91877}}'],
+)  # fmt: skip
+def test_a_call_written_html_escaped_is_read_unescaped(text: str) -> None:
+    found = read_text_calls(text, TOOLS)
+    assert found is not None
+    assert [(c.name, json.loads(c.arguments)) for c in found.calls] == [ADD]
+    assert found.unescaped
+
+
+def test_escaped_text_that_is_no_call_stays_text() -> None:
+    assert read_text_calls("Use &quot;add&quot; for sums &lt;3", TOOLS) is None
+    plain = read_text_calls('{"name": "add", "arguments": {"a": 48213, "b": 91877}}', TOOLS)
+    assert plain is not None
+    assert not plain.unescaped
