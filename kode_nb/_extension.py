@@ -96,15 +96,38 @@ def load_ipython_extension(ipython: Any) -> None:
         if wait_cells not in ipython.input_transformers_post:
             ipython.input_transformers_post.append(wait_cells)
         from kode_nb.magics._parent_guard import ParentGuard
-        from kode_nb.ui.notebook_comm import register
 
-        register(magics)  # the tools panel and the notebook tools' front end
         magics.parent_guard = ParentGuard(ipython)  # each cell's idle names its own request
         magics.parent_guard.register()
         magics.use_session_defaults()  # kode_nb.Executor() in this kernel: the session's
     from kode_nb.magics.mcp_magics import connect_configured
 
     connect_configured(magics)  # MCP servers of a config file: background task, never raises
+    if getattr(ipython, "kernel", None) is not None:
+        _import_what_the_comm_uses()
+        from kode_nb.ui.notebook_comm import register
+
+        # last: the front end opens its comm as soon as the target exists, and the comm's
+        # handler runs on a kernel subshell's thread; two threads importing the same modules
+        # at once can see one of them partially initialized (an ImportError in a cell)
+        register(magics)  # the tools panel and the notebook tools' front end
+
+
+def _import_what_the_comm_uses() -> None:
+    """Import, on this thread, the modules a comm handler or the next cells import first."""
+    import importlib
+
+    for name in (
+        "kode_nb.events._events",
+        "kode_nb.policy._policy",
+        "kode_nb.tools._registry",
+        "kode_nb.tools._define",
+        "kode_nb.execution._executor",
+        "kode_nb.magics.session",
+        "kode_nb.ui.records",
+        "kode_nb.ui.trace_ops",
+    ):
+        importlib.import_module(name)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
