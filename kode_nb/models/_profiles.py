@@ -73,6 +73,14 @@ class ServerProfile:
     """How tools are asked for: ``"native"`` (``tool_choice`` as set), or ``"named-then-none"``
     (a server whose ``auto`` decision step is unreliable: the first call of a turn forces the
     one tool offered, or ``required``; after a tool result, ``"none"``)."""
+    response_schema: bool = False
+    """The server constrains an answer to the JSON Schema sent as ``response_format:
+    {"type": "json_object", "schema": ...}`` (a grammar). The prompted form of ``named-then-none``
+    uses it: the answer can only be one call to one offered tool, with arguments that fit."""
+    escapes_messages: bool = False
+    """The server's chat template HTML-escapes message text (``"`` reaches the model as
+    ``&#34;``), which small models copy into their calls; prompts kode_nb writes avoid quotes and
+    angle brackets there."""
 
 
 _LOCAL_RATE = 20.0
@@ -126,7 +134,9 @@ PROFILES: dict[str, ServerProfile] = {
             prompt_rate=_LOCAL_RATE,
         ),
         # chatml-function-calling: "auto" is a grammar-constrained decision step that small
-        # models fail (junk or nothing); "required" is not implemented (read as "none").
+        # models fail (junk or nothing); "required" is not implemented (read as "none"); under
+        # "none" the template renders no tools, escapes the messages (autoescape) and honours
+        # response_format's schema.
         ServerProfile(
             "llama-cpp-python",
             "llama-cpp-python server",
@@ -137,6 +147,8 @@ PROFILES: dict[str, ServerProfile] = {
             checks_model_id=True,
             prompt_rate=_LOCAL_RATE,
             tool_strategy="named-then-none",
+            response_schema=True,
+            escapes_messages=True,
         ),
         ServerProfile("lmstudio", "LM Studio", prompt_rate=_LOCAL_RATE),
         ServerProfile("openrouter", "OpenRouter", api_key_env="OPENROUTER_API_KEY", hosted=True),

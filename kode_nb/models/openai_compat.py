@@ -62,7 +62,7 @@ from kode_nb.errors import ConfigurationError
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
 from kode_nb.models._profiles import ServerProfile, detect_profile, get_profile
-from kode_nb.models._prompted import with_tools_prompt
+from kode_nb.models._prompted import call_schema, with_tools_prompt
 from kode_nb.models._servers import identify, known_server
 from kode_nb.models._text_calls import read_text_calls
 from kode_nb.models.base import (
@@ -275,6 +275,11 @@ class OpenAIChatModel(HttpModel):
             )
             notes.append(note)
             if form == "prompted":
+                if self.profile.response_schema and call_schema(request.tools) is not None:
+                    note += (
+                        "; the answer is constrained (response_format schema) to one call of "
+                        "an offered tool"
+                    )
                 return "none", note, True
         supported = self.profile.tool_choices
         if form not in supported:
@@ -313,9 +318,11 @@ class OpenAIChatModel(HttpModel):
         """The JSON body for ``request`` (public for inspection and tests)."""
         streamed = self.wants_stream(request) if stream is None else stream
         choice, _, prompted = self._tool_choice(request) if request.tools else (None, None, False)
+        schema = call_schema(request.tools) if prompted and self.profile.response_schema else None
         if prompted:  # the tools described in the system prompt, the calls read from the text
+            plain = schema is not None or self.profile.escapes_messages
             request = dataclasses.replace(
-                request, system=with_tools_prompt(request.system, request.tools)
+                request, system=with_tools_prompt(request.system, request.tools, plain=plain)
             )
         body: dict[str, Any] = {
             "model": self.model,
@@ -344,6 +351,8 @@ class OpenAIChatModel(HttpModel):
             body[self.max_tokens_field] = max_tokens
         if streamed and self.profile.progress:
             body["return_progress"] = True
+        if schema is not None:  # the answer can only be one call to an offered tool
+            body["response_format"] = {"type": "json_object", "schema": schema}
         body.update(self.extra_body)
         return body
 

@@ -134,6 +134,7 @@ def recorded(name: str) -> httpx.Response:
     [
         (["add"], "named_1.json", "named_2.json"),
         (["add", "get_weather"], "prompted_1.json", "prompted_2.txt"),
+        (["add", "get_weather"], "constrained_1.txt", "constrained_2.txt"),
     ],
 )
 async def test_recorded_llama_cpp_python_strategy_completes_the_round_trip(
@@ -164,10 +165,19 @@ async def test_recorded_llama_cpp_python_strategy_completes_the_round_trip(
     if len(tools) == 1:  # the one tool forced by name, then "none" after its result
         assert ask["tool_choice"] == {"type": "function", "function": {"name": "add"}}
         assert answer["tool_choice"] == "none"
-    else:  # several: described in the system prompt, "none", the call read from the text
+    else:  # several: described in the system prompt, "none", the answer constrained to a call
         assert ask["tool_choice"] == "none"
-        assert "<tools>" in ask["messages"][0]["content"]
+        section = ask["messages"][0]["content"]
+        assert section.startswith("# Tools")
+        assert "- add: Add two integers exactly." in section
+        assert not set(section) & set("\"'<>&"), section  # the template HTML-escapes those
+        calls = ask["response_format"]["schema"]["anyOf"]
+        assert [c["properties"]["name"] for c in calls] == [
+            {"const": "add"},
+            {"const": "get_weather"},
+        ]
         assert "tools" not in answer
+        assert "response_format" not in answer
     assert answer["messages"][-2]["content"].startswith("Result of add (call ")
     assert answer["messages"][-1]["content"] == ANSWER_NUDGE
     notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]

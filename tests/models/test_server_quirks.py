@@ -264,15 +264,22 @@ async def test_llama_cpp_python_strategy_prompts_for_several_tools_then_asks_for
     assert body["tool_choice"] == "none"  # its "auto" step is what small models fail
     system = body["messages"][0]
     assert system["role"] == "system"
-    assert "<tools>" in system["content"]
-    assert '"name": "get_weather"' in system["content"]
-    assert '"name": "add"' in system["content"]
-    assert "<tool_call>" in system["content"]
+    # in plain words: its template HTML-escapes quotes and angle brackets, which the model copies
+    assert "- add: " in system["content"]
+    assert "- get_weather: " in system["content"]
+    assert not set(system["content"]) & set("\"'<>&")
+    # ...and the answer constrained to one call of an offered tool, arguments that fit
+    schema = body["response_format"]["schema"]
+    assert body["response_format"]["type"] == "json_object"
+    assert [c["properties"]["name"]["const"] for c in schema["anyOf"]] == ["add", "get_weather"]
+    assert schema["anyOf"][0]["properties"]["arguments"]["required"] == ["a", "b"]
     assert json.loads(made.arguments) == {"a": 48213, "b": 91877}
     assert any("2 tools, so none can be forced by name" in n for n in first.notices)
+    assert any("constrained (response_format schema)" in n for n in first.notices)
     assert any("recovered from the answer text" in n for n in first.notices)
     after_body = server.body(1)
     assert "tools" not in after_body  # then asked for the answer, as after any text calls
+    assert "response_format" not in after_body
     assert after_body["messages"][-2]["content"].startswith("Result of add (call text_call_1):")
     assert after_body["messages"][-1] == {"role": "user", "content": ANSWER_NUDGE}
     assert second.text == "The sum is 140090."
