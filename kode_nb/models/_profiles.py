@@ -76,7 +76,8 @@ class ServerProfile:
     response_schema: bool = False
     """The server constrains an answer to the JSON Schema sent as ``response_format:
     {"type": "json_object", "schema": ...}`` (a grammar). The prompted form of ``named-then-none``
-    uses it: the answer can only be one call to one offered tool, with arguments that fit."""
+    uses it (the answer can only be one call to one offered tool, with arguments that fit), and
+    so does a call read from text whose arguments do not fit, asked for again."""
     escapes_messages: bool = False
     """The server's chat template HTML-escapes message text (``"`` reaches the model as
     ``&#34;``), which small models copy into their calls; prompts kode_nb writes avoid quotes and
@@ -123,7 +124,9 @@ PROFILES: dict[str, ServerProfile] = {
         ),
         ServerProfile("vllm", "vLLM", checks_model_id=True, prompt_rate=_LOCAL_RATE),
         # llama-server ignores a named tool_choice ("Wrong type supplied for parameter
-        # 'tool_choice'") and answers any model id with the model it has.
+        # 'tool_choice'") and answers any model id with the model it has; under "required" the
+        # model may write text before the call (the grammar waits for <tool_call>), while a
+        # response_format schema constrains the whole answer.
         ServerProfile(
             "llama-server",
             "llama.cpp llama-server",
@@ -132,6 +135,7 @@ PROFILES: dict[str, ServerProfile] = {
             checks_model_id=True,
             progress=True,
             prompt_rate=_LOCAL_RATE,
+            response_schema=True,
         ),
         # chatml-function-calling: "auto" is a grammar-constrained decision step that small
         # models fail (junk or nothing); "required" is not implemented (read as "none"); under

@@ -122,6 +122,18 @@ class ToolSpec:
             validator=tool.validator,
         )
 
+    def validate(self, arguments: str | bytes | Mapping[str, Any] | None) -> dict[str, Any]:
+        """``arguments`` checked by the tool's own validator, or against ``parameters`` when
+        there is none. Raises :class:`~kode_nb.errors.ToolValidationError` naming each bad
+        field, or :class:`~kode_nb.errors.ToolDefinitionError` when ``parameters`` is no usable
+        schema."""
+        validator = self.validator
+        if validator is None:
+            from kode_nb.tools._raw_schema import schema_validator
+
+            validator = schema_validator(self.parameters)
+        return validator.validate(arguments, tool=self.name)
+
 
 TOOL_CHOICES = ("auto", "required", "none")
 """The ``tool_choice`` keywords; any other value names the one tool the model must call."""

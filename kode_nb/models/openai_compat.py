@@ -30,7 +30,10 @@ one it does not list raises :class:`~kode_nb.models.ModelNotFoundError` naming t
 Tool calls written as text (:mod:`kode_nb.models._text_calls`): when the server returned no
 ``tool_calls`` and the answer text is nothing but calls to offered tools, the text is taken back
 (:class:`~kode_nb.models.TextCallsRecovered`, with the raw text) and the calls are yielded as
-calls; ``text_calls=False`` (or a profile without ``text_calls``) turns this off. An answer with
+calls; ``text_calls=False`` (or a profile without ``text_calls``) turns this off. A recovered call
+whose arguments do not fit its tool is asked for again with that tool forced where the server can
+force one, so that its grammar writes fitting arguments (``refit_calls=False`` turns this off;
+a notice says what happened). An answer with
 neither text nor calls to a request offering tools gets a notice naming the server's limitation.
 
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
@@ -58,7 +61,7 @@ from typing import Any
 
 import httpx
 
-from kode_nb.errors import ConfigurationError
+from kode_nb.errors import ConfigurationError, KodeError, ToolValidationError
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
 from kode_nb.models._profiles import ServerProfile, detect_profile, get_profile
@@ -82,7 +85,7 @@ from kode_nb.models.base import (
     UserMessage,
     check_tool_choice,
 )
-from kode_nb.models.errors import ModelNotFoundError, ModelProtocolError
+from kode_nb.models.errors import ModelError, ModelNotFoundError, ModelProtocolError
 from kode_nb.tools._schema_dialects import drop_strict_nulls, openai_strict_schema
 from kode_nb.types import ImageBlock
 
@@ -150,6 +153,7 @@ class OpenAIChatModel(HttpModel):
         stream: bool = True,
         api_version: str | None = None,
         text_calls: bool | None = None,
+        refit_calls: bool = True,
     ) -> None:
         found = detect_profile(base_url) if profile is None else get_profile(profile)
         if api_key_env is _UNSET:
@@ -191,6 +195,13 @@ class OpenAIChatModel(HttpModel):
                 f"{self.name}: text_calls must be True, False or None, got {text_calls!r}"
             )
         self._given_text_calls = text_calls
+        if not isinstance(refit_calls, bool):
+            raise ConfigurationError(
+                f"{self.name}: refit_calls must be True or False, got {refit_calls!r}"
+            )
+        self.refit_calls = refit_calls
+        """A call read from text whose arguments do not fit its tool is asked for again with
+        that tool forced, where the server can force one (see :meth:`_refit`)."""
         self._profile_given = profile is not None
         self.identified = found.hosted
         """The server has been asked what it is (``GET /models``, before the first request;
@@ -237,6 +248,7 @@ class OpenAIChatModel(HttpModel):
             "stream_with_tools": self.stream_answers and not self.no_stream_with_tools,
             "tool_strategy": self.profile.tool_strategy,
             "text_calls": self.text_calls,
+            "refit_calls": self.refit_calls,
         }
 
     async def prepare(self) -> None:
@@ -438,8 +450,11 @@ class OpenAIChatModel(HttpModel):
             yield part
         if request.tools and not state.calls:
             cut = state.finish_reason == "length"
-            for event in self._text_answer(request, "".join(state.text), cut=cut):
-                state.recovered = state.recovered or isinstance(event, TextCallsRecovered)
+            answer = self._text_answer(request, "".join(state.text), cut=cut)
+            state.recovered = any(isinstance(e, TextCallsRecovered) for e in answer)
+            if state.recovered:
+                answer = await self._refit(request, headers, key, answer, state)
+            for event in answer:
                 yield event
             self.calls_as_text = self.calls_as_text or state.recovered
             if state.recovered:
@@ -494,6 +509,105 @@ class OpenAIChatModel(HttpModel):
             )
         )
         return out
+
+    async def _refit(
+        self,
+        request: ModelRequest,
+        headers: dict[str, str],
+        key: str | None,
+        answer: list[ModelEvent],
+        state: _StreamState,
+    ) -> list[ModelEvent]:
+        """``answer`` (calls recovered from text) with each call whose arguments do not fit its
+        tool asked for again with that tool forced, where the server can force one
+        (:meth:`_refit_form`): the server then writes arguments that fit the schema. A small
+        model that wrote ``{"task": "add", "value1": 1}`` otherwise repeats it after the
+        validation error until ``max_repeated_calls``. An answer to the forced request that is
+        no call to that tool, or a failed request, leaves the call as written (its validation
+        error then goes to the model); the notices say which happened. The forced requests'
+        usage is added to ``state``'s; their bodies are not the call's recorded request (the
+        notice names the form)."""
+        form = self._refit_form()
+        if form is None:
+            return answer
+        specs = {spec.name: spec for spec in request.tools}
+        out: list[ModelEvent] = []
+        refits = 0
+        for event in answer:
+            if not isinstance(event, ToolCallPart) or event.name not in specs:
+                out.append(event)
+                continue
+            spec = specs[event.name]
+            problem = _misfit(spec, event.arguments)
+            if problem is None or refits >= _MAX_REFITS:
+                out.append(event)
+                continue
+            refits += 1
+            what = (
+                f"the call to {spec.name} written as text does not fit its schema ({problem}); "
+                f"asked again with {spec.name} forced ({_REFIT_FORMS[form]}) so that the server "
+                "fits the arguments to the schema"
+            )
+            try:
+                arguments = await self._forced_arguments(form, request, spec, headers, key, state)
+            except ModelError as exc:
+                out += [
+                    event,
+                    Notice(text=f"{what}, but that request failed ({exc}); kept as written"),
+                ]
+                continue
+            still = "no call to it" if arguments is None else _misfit(spec, arguments)
+            if still is not None:
+                if arguments is not None:
+                    still = f"a call that does not fit either ({still})"
+                out += [event, Notice(text=f"{what}, but the answer was {still}; kept as written")]
+                continue
+            assert arguments is not None
+            out += [
+                dataclasses.replace(event, arguments=arguments),
+                Notice(text=f"{what}: {_short(arguments)}"),
+            ]
+        return out
+
+    def _refit_form(self) -> str | None:
+        """How this server can be made to call one given tool with fitting arguments:
+        ``"named"`` (a named ``tool_choice``), ``"schema"`` (``response_format`` with the call's
+        schema, ``tool_choice: "none"``), ``"required"`` (with that tool alone), or ``None``."""
+        if not self.refit_calls:
+            return None
+        supported = self.profile.tool_choices
+        if "named" in supported:
+            return "named"
+        if self.profile.response_schema and "none" in supported:
+            return "schema"
+        return "required" if "required" in supported else None
+
+    async def _forced_arguments(
+        self,
+        form: str,
+        request: ModelRequest,
+        spec: ToolSpec,
+        headers: dict[str, str],
+        key: str | None,
+        state: _StreamState,
+    ) -> str | None:
+        """The arguments of a call to ``spec`` asked for with ``request`` in ``form``
+        (:meth:`_refit_form`); ``None`` when the answer holds no call to it."""
+        choice = {"named": spec.name, "schema": "none", "required": "required"}[form]
+        tools = request.tools if form == "schema" else (spec,)
+        settings = dataclasses.replace(request.settings, tool_choice=choice)
+        forced = dataclasses.replace(request, tools=tools, settings=settings)
+        body = self.request_body(forced)
+        if form == "schema":
+            body["response_format"] = {"type": "json_object", "schema": call_schema([spec])}
+        own = _StreamState(strict=_strict_schemas(forced, body))
+        outcome: list[str] = []
+        events = [e async for e in self._exchange(body, headers, key, forced, own, outcome)]
+        state.usage = state.usage + own.usage
+        if form == "schema":
+            return _schema_call_arguments("".join(own.text), spec.name)
+        calls = [e for e in [*events, *own.pending_calls()] if isinstance(e, ToolCallPart)]
+        return next((c.arguments for c in calls if c.name == spec.name), None)
 
     async def _identify(self, headers: Mapping[str, str]) -> str | None:
         """Ask the server what it is (``GET /models``, once per base URL for the process); a
@@ -705,6 +819,45 @@ _EMPTY_HINTS = {
         "'named-then-none' strategy forces the call when one tool is offered"
     ),
 }
+
+
+_MAX_REFITS = 3
+"""Calls of one answer asked for again with their tool forced (:meth:`OpenAIChatModel._refit`)."""
+
+
+def _misfit(spec: ToolSpec, arguments: str) -> str | None:
+    """``None`` when ``arguments`` fit ``spec``; else its first problem, in words."""
+    try:
+        spec.validate(arguments)
+    except ToolValidationError as exc:
+        return "; ".join(issue.render() for issue in exc.issues[:2]) or str(exc)
+    except KodeError:  # an unusable schema: nothing to fit to
+        return None
+    return None
+
+
+_REFIT_FORMS = {
+    "named": "by name",
+    "schema": "tool_choice 'none' and the answer constrained to a call of it by response_format",
+    "required": "'required' with it alone",
+}
+
+
+def _schema_call_arguments(text: str, name: str) -> str | None:
+    """The arguments (JSON text) of ``{"name": name, "arguments": {...}}`` answered under a
+    ``response_format`` schema; ``None`` for anything else."""
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or answer.get("name") != name:
+        return None
+    arguments = answer.get("arguments")
+    return json.dumps(arguments, ensure_ascii=False) if isinstance(arguments, dict) else None
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _answered(messages: tuple[Any, ...]) -> bool:

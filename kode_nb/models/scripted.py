@@ -193,13 +193,8 @@ def _check_call(scripted: ScriptedCall, specs: Mapping[str, ToolSpec], turn_no: 
         )
     if not scripted.check:
         return
-    validator = spec.validator
     try:
-        if validator is None:
-            from kode_nb.tools._raw_schema import schema_validator
-
-            validator = schema_validator(spec.parameters)
-        validator.validate(scripted.arguments, tool=spec.name)
+        spec.validate(scripted.arguments)
     except ToolValidationError as exc:
         problems = "; ".join(issue.render() for issue in exc.issues)
         raise ScriptMismatch(scripted.name, turn_no, f"invalid arguments: {problems}") from None

@@ -75,13 +75,8 @@ def generate_arguments(
 
 def _valid(spec: ToolSpec, arguments: dict[str, object]) -> bool:
     """The arguments pass the tool's own validation (prompt hints never make a call invalid)."""
-    validator = spec.validator
     try:
-        if validator is None:
-            from kode_nb.tools._raw_schema import schema_validator
-
-            validator = schema_validator(spec.parameters)
-        validator.validate(arguments, tool=spec.name)
+        spec.validate(arguments)
     except (ToolValidationError, ToolDefinitionError):
         return False
     return True

@@ -147,8 +147,9 @@ class LlamaCppPythonDouble:
     content gets HTTP 500, no usage in streams, ``GET /models`` lists models ``owned_by: "me"``,
     and ``tool`` messages never reach the model (its chatml-function-calling template renders
     them as an empty turn), so a model that saw no result calls the tool again. Under
-    ``tool_choice: "none"`` with the tools described in the system prompt (the profile's strategy
-    for several tools) the model writes its call as text."""
+    ``tool_choice: "none"`` with the tools described in the system prompt and a
+    ``response_format`` schema (the profile's strategy for several tools) the model writes its
+    call as the schema's JSON."""
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
@@ -166,10 +167,9 @@ class LlamaCppPythonDouble:
         )
         if result and body.get("tool_choice", "none") == "none":  # answered whole
             return _reply("llamacpppython_answer.json", 200, "application/json")
-        if body.get("tool_choice") == "none" and "<tools>" in str(seen[0]["content"]):
-            call = (
-                '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-            )
+        constrained = (body.get("response_format") or {}).get("schema")
+        if body.get("tool_choice") == "none" and constrained and "# Tools" in seen[0]["content"]:
+            call = '{"name": "get_weather", "arguments": {"city": "Paris"}}'  # as the grammar has it
             return httpx.Response(200, json={
                 "object": "chat.completion", "model": "gemma.gguf",
                 "choices": [{"index": 0, "finish_reason": "stop",
@@ -217,7 +217,8 @@ async def test_defaults_work_against_a_llama_cpp_python_server(tools: ToolRegist
     assert [(b["stream"], b.get("tool_choice")) for b in double.bodies[:2]] == [
         (True, "none"), (True, None)
     ]  # fmt: skip
-    assert "<tools>" in double.bodies[0]["messages"][0]["content"]
+    assert "- get_weather: " in double.bodies[0]["messages"][0]["content"]
+    assert "anyOf" in double.bodies[0]["response_format"]["schema"]
     assistant = [m for m in double.bodies[1]["messages"] if m["role"] == "assistant"]
     assert assistant[0]["content"] == ""
     assert assistant[0]["tool_calls"][0]["function"]["name"] == "get_weather"

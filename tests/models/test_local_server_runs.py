@@ -17,7 +17,7 @@ from kode_nb.models import OpenAIChatModel
 from kode_nb.models.openai_compat import ANSWER_NUDGE
 
 from ._mock import MockServer, payload, sse
-from .test_server_quirks import text_stream
+from .test_server_quirks import text_stream, tool_call_stream
 
 pytestmark = pytest.mark.anyio
 
@@ -41,8 +41,7 @@ def model(client: httpx.AsyncClient, **kw: Any) -> OpenAIChatModel:
         base_url="http://127.0.0.1:9/v1",
         http_client=client,
         api_key_env=None,
-        profile="llama-server",
-        **kw,
+        **{"profile": "llama-server", **kw},
     )
 
 
@@ -78,7 +77,8 @@ async def test_recovered_arguments_are_validated_like_any_call(
     good = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}'
     server = MockServer(text_stream(bad), text_stream(good), text_stream("140090"))
     async with server.client() as client:
-        result = await Agent(model=model(client), tools=["add"], max_turns=4).run("48213 + 91877?")
+        m = model(client, refit_calls=False)
+        result = await Agent(model=m, tools=["add"], max_turns=4).run("48213 + 91877?")
     assert result.status == "completed", result.error
     assert ran == [(48213, 91877)]  # the invalid call never ran
     first_call = spans(result, "tool_call")[0]
@@ -87,6 +87,76 @@ async def test_recovered_arguments_are_validated_like_any_call(
     assert sent_back["role"] == "tool"
     assert "`b`: required field is missing" in sent_back["content"]
     assert "`value2`" in sent_back["content"]
+
+
+BAD_ADD = '{"name": "add", "arguments": {"a": 48213, "value2": 91877}}'
+
+
+async def test_a_recovered_call_that_does_not_fit_is_asked_for_again_constrained(
+    ran: list[tuple[int, int]],
+) -> None:
+    """llama-server: the same request with tool_choice "none" and a response_format schema
+    only a call to that tool with fitting arguments satisfies (its recorded answer)."""
+    server = MockServer(
+        text_stream(BAD_ADD), sse("llamaserver_recorded_refit.txt"), text_stream("It is 140090.")
+    )
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=3).run("48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert ran == [(48213, 91877)]  # the refitted call, at once: no validation error first
+    asked, refit = server.body(0), server.body(1)
+    assert refit["messages"] == asked["messages"]
+    assert refit["tool_choice"] == "none"
+    schema = refit["response_format"]["schema"]
+    assert schema["properties"]["name"] == {"const": "add"}
+    assert schema["properties"]["arguments"]["required"] == ["a", "b"]
+    [first] = [s for s in spans(result, "model_call")][:1]
+    assert first.attributes["recovered_from_text"] == BAD_ADD
+    [note] = [n for n in first.attributes["notices"] if "does not fit its schema" in n]
+    assert "`b`: required field is missing" in note
+    assert note.endswith(
+        'so that the server fits the arguments to the schema: {"a": 48213, "b": 91877}'
+    )
+    assert "response_format" in note
+    assert (
+        first.attributes["usage"]["output_tokens"] == 34
+    )  # the refit's counted (the first sent none)
+    assert len(spans(result, "model_call")) == 2
+
+
+@pytest.mark.parametrize(
+    ("profile", "answer", "said"),
+    [
+        # a server with a named tool_choice: that tool alone, forced by name; a native call back
+        ("generic", tool_call_stream('{"a": 48213, "b": 91877}'), "(by name)"),
+        # the forced answer is no fitting call: the call stays as written, then is rejected
+        ("llama-server", text_stream('{"name": "add", "arguments": {}}'), "does not fit either"),
+        ("llama-server", text_stream("I cannot do that."), "the answer was no call to it"),
+        ("llama-server", httpx.Response(400, json={"error": {"message": "bad"}}), "HTTP 400"),
+    ],
+)
+async def test_a_refit_uses_the_servers_forced_form_and_keeps_the_call_when_it_fails(
+    ran: list[tuple[int, int]], profile: str, answer: httpx.Response, said: str
+) -> None:
+    kept = profile != "generic"
+    good = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}'
+    replies = [text_stream(BAD_ADD), answer]
+    replies += [text_stream(good), text_stream("140090")] if kept else [text_stream("140090")]
+    server = MockServer(*replies)
+    async with server.client() as client:
+        m = model(client, profile=profile)
+        result = await Agent(model=m, tools=["add"], max_turns=4).run("48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert ran == [(48213, 91877)]
+    notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
+    [note] = [n for n in notes if "does not fit its schema" in n]
+    assert said in note
+    if kept:
+        assert note.endswith("kept as written")
+        assert spans(result, "tool_call")[0].status == "invalid_arguments"
+    else:
+        assert server.body(1)["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+        assert [t["function"]["name"] for t in server.body(1)["tools"]] == ["add"]
 
 
 async def test_text_calls_false_leaves_the_text_as_the_answer_with_a_warning(

@@ -60,6 +60,18 @@ def text_stream(*pieces: str, finish: str = "stop") -> httpx.Response:
     return httpx.Response(200, content=body.encode(), headers={"content-type": "text/event-stream"})
 
 
+def tool_call_stream(arguments: str, name: str = "add") -> httpx.Response:
+    """An SSE answer holding one native call (``tool_calls``) to ``name``."""
+    call = {"index": 0, "id": "call_1", "type": "function",
+            "function": {"name": name, "arguments": arguments}}  # fmt: skip
+    events = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    return httpx.Response(200, content=body.encode(), headers={"content-type": "text/event-stream"})
+
+
 def models_listing(*ids: str, owner: str = "llamacpp") -> httpx.Response:
     return httpx.Response(
         200, json={"object": "list", "data": [{"id": i, "object": "model", "owned_by": owner} for i in ids]}
