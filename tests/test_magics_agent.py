@@ -237,11 +237,17 @@ def test_model_sets_the_session_default(ip: Any, capsys: pytest.CaptureFixture[s
     ip.run_line_magic("model", "")
     assert "Default model: none" in capsys.readouterr().out
     ip.run_line_magic("model", "$make_main")
-    assert capsys.readouterr().out == "Default model: $make_main\n"
+    said = "Default model: $make_main (a function called for a fresh model at each run)\n"
+    assert capsys.readouterr().out == said
+    ip.run_line_magic("model", "")
+    assert capsys.readouterr().out == said
     _agent(ip, "reader", READER)
     assert ip.run_cell_magic("ask", "", "Twice.").result().ok
     ip.run_line_magic("model", "test")
     assert capsys.readouterr().out.endswith("Default model: test\n")
+    ip.user_ns["live"] = ip.user_ns["make_main"]()
+    ip.run_line_magic("model", "$live")
+    assert capsys.readouterr().out == f"Default model: $live ({ip.user_ns['live'].name})\n"
     ip.run_line_magic("model", "none")
     assert "Default model: none" in capsys.readouterr().out
     assert "unknown model" in _error(ip.run_line_magic, "model", "nonsense")

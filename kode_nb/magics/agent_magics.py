@@ -401,16 +401,26 @@ def model_line(session: KodeSession, shell: Any, line: str) -> None:
     settings = settings_of(session)
     text = line.strip()
     if not text:
-        print(
-            f"Default model: {settings.label or 'none (set one with %model NAME or %model $var)'}"
-        )
+        shown = _described(settings.model, settings.label) if settings.label else ""
+        print(f"Default model: {shown or 'none (set one with %model NAME or %model $var)'}")
         return
     if text.lower() == "none":
         settings.model, settings.label = None, ""
         print("Default model: none")
         return
     settings.model, settings.label = resolve_model_spec(text, shell.user_ns, "%model")
-    print(f"Default model: {settings.label}")
+    print(f"Default model: {_described(settings.model, settings.label)}")
+
+
+def _described(model: Any, label: str) -> str:
+    """``label``, and for a ``$variable`` what it holds: the model's name, or that a function
+    makes one for each run."""
+    if not label.startswith("$"):
+        return label
+    name = getattr(model, "name", None)
+    if isinstance(name, str) and name and hasattr(model, "stream"):
+        return f"{label} ({name})"
+    return f"{label} (a function called for a fresh model at each run)"
 
 
 # --------------------------------------------------------------------------- starting a run
