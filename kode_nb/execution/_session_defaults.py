@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "RunWatch",
+    "approval_deadline",
     "SessionParts",
     "install",
     "refresh_run",
@@ -47,6 +48,11 @@ class SessionParts:
     bus: Any
     watch_run: RunWatch | None = None
     """Shows the runs made on an executor with this bus (:func:`run_watchers`)."""
+    unanswered: Callable[[], tuple[float | None, str | None]] | None = None
+    """``(seconds, reason)``: how long an approval nobody answers may wait where the cell now
+    running came from, and the reason it is then denied with (``(None, None)``: it waits).
+    Under a notebook runner nobody can click, so a batch's inbox (:func:`approval_deadline`)
+    denies what waits longer."""
 
 
 _provider: Callable[[], SessionParts | None] | None = None
@@ -80,6 +86,14 @@ def run_watchers(agent: Any, run_id: str, executor: Any) -> tuple[Callable[[Any]
         return ()
     watch = parts.watch_run(agent, run_id)
     return () if watch is None else (watch,)
+
+
+def approval_deadline() -> tuple[float | None, str | None]:
+    """The session's :attr:`SessionParts.unanswered` now; ``(None, None)`` outside a session."""
+    parts = session_parts()
+    if parts is None or parts.unanswered is None:
+        return None, None
+    return parts.unanswered()
 
 
 def refresh_run(result: Any) -> None:

@@ -182,6 +182,7 @@ class KodeMagics(Magics):
             session.approver,
             session.bus,
             watch_run=self._python_runs,
+            unanswered=session.approver.unanswered,
         )
 
     def use_session_defaults(self) -> None:

@@ -102,6 +102,17 @@ class NotebookApprover:
 
         return None if front_end_takes_input(self.session.shell) else RUNNER_REASON
 
+    def unanswered(self) -> tuple[float | None, str | None]:
+        """``(seconds, reason)`` for an approval asked elsewhere than a view (a batch's inbox):
+        under a notebook runner, the runner limit and its reason; else ``(None, None)`` (it
+        waits for an answer)."""
+        from kode_nb.ui.terminal import RUNNER_INBOX_REASON
+
+        if front_end_takes_input(self.session.shell):
+            return None, None
+        timeout = self._timeout()
+        return timeout, RUNNER_INBOX_REASON.format(timeout=timeout)
+
     def __repr__(self) -> str:
         return f"NotebookApprover(style={self.session.style!r})"
 

@@ -86,7 +86,7 @@ def compare(variants: Mapping[str, Any], inputs: Any, **options: Any) -> Compari
             "compare needs at least two variants as {label: agent_or_tool}, e.g. "
             "{'a': agent, 'b': variant(agent, model=other)}"
         )
-    inbox = options.pop("inbox", None) or Inbox(options.pop("policy", None))
+    inbox = options.pop("inbox", None) or Inbox.for_session(options.pop("policy", None))
     batches = {
         str(label): run_many(obj, inputs, label=str(label), inbox=inbox, **options)
         for label, obj in variants.items()

@@ -373,7 +373,7 @@ def _prepare(
         target,
         rows,
         engine=make_engine(engine, retries=retries),
-        inbox=inbox or Inbox(policy),
+        inbox=inbox or Inbox.for_session(policy),
         cache=store,
         max_concurrency=max_concurrency,
         prices=prices,

@@ -10,6 +10,11 @@ of one tool and argument pattern, which :meth:`Inbox.approve_group` / :meth:`Inb
 answer at once. Requests from Dask or Ray workers arrive through
 :meth:`Inbox.submit` and are answered the same way.
 
+A request nobody answers waits, unless the inbox has a ``timeout``: then it is denied with
+``timeout_reason``. :func:`~kode_nb.many.run_many` makes its inbox with the session's limit
+where the notebook is executed by a runner (nbconvert, papermill: nobody can click there), so
+a batch never waits forever.
+
 Answers are thread-safe (a button click may come on another thread): they resolve the waiting
 future on its own event loop.
 """
@@ -24,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kode_nb.errors import ConfigurationError
 from kode_nb.policy import ApprovalDecision, ApprovalRequest, approve, deny
 
 __all__ = ["Group", "Inbox", "Pending", "Rule"]
@@ -110,8 +116,24 @@ class Rule:
 class Inbox:
     """The approver shared by all runs of :func:`~kode_nb.many.run_many`."""
 
-    def __init__(self, policy: Callable[[ApprovalRequest, int | None], Any] | None = None) -> None:
+    def __init__(
+        self,
+        policy: Callable[[ApprovalRequest, int | None], Any] | None = None,
+        *,
+        timeout: float | None = None,
+        timeout_reason: str | None = None,
+    ) -> None:
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise ConfigurationError(f"Inbox timeout must be seconds > 0 or None, got {timeout!r}")
         self.policy = policy
+        self.timeout = timeout
+        """Seconds a request waits for an answer before it is denied (``None``: it waits)."""
+        self.timeout_reason = timeout_reason or (
+            f"Denied: nobody answered this request within {timeout:g} s" if timeout else None
+        )
+        """The reason a request that waited too long is denied with (the model sees it)."""
         self.rules: list[Rule] = []
         """Remembered "all matching" answers, applied to requests as they arrive."""
         self.counts = {"approved": 0, "denied": 0, "by_policy": 0}
@@ -120,6 +142,18 @@ class Inbox:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
+
+    @classmethod
+    def for_session(
+        cls, policy: Callable[[ApprovalRequest, int | None], Any] | None = None
+    ) -> Inbox:
+        """A batch's own inbox, waiting as long as the session's front end lets an approval
+        wait: under a notebook runner nobody can answer, so its limit, then denied with its
+        reason; elsewhere (JupyterLab, scripts) until answered."""
+        from kode_nb.execution._session_defaults import approval_deadline
+
+        timeout, reason = approval_deadline()
+        return cls(policy, timeout=timeout, timeout_reason=reason)
 
     # ---------------------------------------------------------------- asking
 
@@ -176,7 +210,13 @@ class Inbox:
             self._pending[item.id] = item
         self._changed()
         try:
-            return await future
+            if self.timeout is None:
+                return await future
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), self.timeout)
+            except TimeoutError:
+                self._answer(item, deny(self.timeout_reason, by="inbox timeout"))
+                return await future  # the denial, or an answer given just before it
         finally:
             with self._lock:
                 self._pending.pop(item.id, None)

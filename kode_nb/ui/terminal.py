@@ -18,6 +18,7 @@ from kode_nb.ui.html import approval_text
 __all__ = [
     "HEADLESS_REASON",
     "RUNNER_APPROVAL_TIMEOUT",
+    "RUNNER_INBOX_REASON",
     "RUNNER_REASON",
     "TerminalApprover",
     "headless_denial",
@@ -39,6 +40,16 @@ RUNNER_REASON = (
     "(`h.approve()`), put `%approval auto` in a cell before it, or allow the tool in the "
     "policy (`%policy`)."
 )
+
+
+RUNNER_INBOX_REASON = (
+    "Denied: nobody answered this request in the batch's inbox within {timeout:g} s, and the "
+    "notebook is being executed by a runner (jupyter nbconvert --execute, nbclient or papermill "
+    "send cells with allow_stdin false), where nobody can click Approve. Answer it in code from "
+    "a later cell (`m.inbox.approve_matching('TOOL', remember=True)`), or give run_many a "
+    "`policy=` that answers it."
+)
+"""The reason a batch's request is denied with under a runner (``{timeout}``: its seconds)."""
 
 
 def headless_denial(request: ApprovalRequest) -> ApprovalDecision:

@@ -169,7 +169,9 @@ class LlamaCppPythonDouble:
             return _reply("llamacpppython_answer.json", 200, "application/json")
         constrained = (body.get("response_format") or {}).get("schema")
         if body.get("tool_choice") == "none" and constrained and "# Tools" in seen[0]["content"]:
-            call = '{"name": "get_weather", "arguments": {"city": "Paris"}}'  # as the grammar has it
+            call = (
+                '{"name": "get_weather", "arguments": {"city": "Paris"}}'  # as the grammar has it
+            )
             return httpx.Response(200, json={
                 "object": "chat.completion", "model": "gemma.gguf",
                 "choices": [{"index": 0, "finish_reason": "stop",

@@ -81,6 +81,9 @@ def make():
     # a later cell can still approve in code
     "w2 = %tool write_note path=b.txt text=ok",
     "w2.approve()\nr2 = await w2\nprint(r2.status, '|', RAN)",
+    # a batch's inbox under a runner: what nobody answers is denied after the timeout too
+    "b = kode_nb.run_many('write_note', [{'path': 'm1.txt', 'text': 'x'}], cache=False)\n"
+    "await b\nrow = b.results[0]\nprint(row.status, '|', RAN, '|', row.output or row.error)",
 ]
 
 
@@ -257,3 +260,14 @@ def test_an_approval_under_a_runner_is_denied_after_its_timeout_not_awaited(exec
     out = executed["cells"][17]["outputs"]
     printed = "".join(_text(o.get("text", "")) for o in out)
     assert printed.strip() == "ok | ['b.txt']", printed
+
+
+def test_a_batch_approval_under_a_runner_is_denied_after_its_timeout(executed: Any) -> None:
+    """``run_many``'s inbox waits for nobody under a runner either: its row is denied after
+    the session's timeout, with the ways to let it run, and the cell awaiting it goes on."""
+    out = executed["cells"][18]["outputs"]
+    printed = "".join(_text(o.get("text", "")) for o in out)
+    assert "| ['b.txt'] |" in printed, printed  # m1.txt never written
+    assert "nobody answered this request in the batch's inbox within 2 s" in printed, printed
+    assert "approve_matching" in printed
+    assert "policy=" in printed

@@ -139,6 +139,32 @@ async def test_a_policy_or_a_remembered_rule_answers_first(tmp_path: Path) -> No
     assert inbox.counts == {"approved": 1, "denied": 0, "by_policy": 1}
 
 
+async def test_an_inbox_with_a_timeout_denies_what_nobody_answers_in_time() -> None:
+    inbox = Inbox(timeout=0.2, timeout_reason="nobody is here")
+    h = run_many(square_agent(kind="edit"), _prompts(1, 2), prompt="square {n}", cache=False,
+                 inbox=inbox)  # fmt: skip
+    for _ in range(200):
+        if len(inbox.pending()) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert inbox.approve(inbox.pending()[1])  # answered in time: it runs
+    df = await h
+    # the scripted model answers "squared: " + what the tool returned: the denial, then 4
+    assert list(df["output"]) == [
+        "squared: The user denied this call: nobody is here",
+        "squared: 4",
+    ]
+    assert inbox.counts == {"approved": 1, "denied": 1, "by_policy": 0}
+    assert inbox.pending() == []
+    assert Inbox(timeout=1.5).timeout_reason == "Denied: nobody answered this request within 1.5 s"
+
+
+@pytest.mark.parametrize("timeout", [0, -1, "5", True])
+def test_an_inbox_timeout_must_be_positive_seconds(timeout: Any) -> None:
+    with pytest.raises(ConfigurationError, match="Inbox timeout must be seconds > 0 or None"):
+        Inbox(timeout=timeout)
+
+
 async def test_cancel_keeps_what_finished(tmp_path: Path) -> None:
     inbox = Inbox()
     h = run_many(square_agent(kind="edit"), _prompts(1, 2, 3), prompt="square {n}",
