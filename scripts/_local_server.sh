@@ -27,6 +27,34 @@ with_lock() {
     ) 9>"$CACHE/locks/$name.lock"
 }
 
+# cached_wheel PACKAGE VERSION: the path of PACKAGE==VERSION's wheel in the cache, or nothing.
+cached_wheel() { compgen -G "$WHEEL_DIR/${1//-/_}-$2-*.whl" | head -n1 || true; }
+
+# build_wheel_once PACKAGE VERSION HOW_LONG [VAR=VALUE...]: build PACKAGE==VERSION's wheel from
+# its sdist (with CMAKE_FLAGS and the given variables, niced so the machine stays responsive)
+# into the cache, unless it is there already; HOW_LONG goes into the log line.
+build_wheel_once() {
+    local package="$1" version="$2" how_long="$3" wheel t0 tmp
+    shift 3
+    wheel="$(cached_wheel "$package" "$version")"
+    if [[ -n "$wheel" ]]; then
+        log "wheel cached: $wheel"
+        return 0
+    fi
+    mkdir -p "$WHEEL_DIR"
+    tmp="$(mktemp -d "$WHEEL_DIR/.build-$package.XXXXXX")"
+    t0=$(date +%s)
+    log "building $package==$version from source; $how_long (log: $tmp/build.log)"
+    if ! env CMAKE_ARGS="$CMAKE_FLAGS" "$@" nice -n 10 "$PYTHON" -m pip wheel --no-deps \
+        --no-binary "$package" -w "$tmp" "$package==$version" >"$tmp/build.log" 2>&1; then
+        tail -n 40 "$tmp/build.log" >&2
+        die "building $package failed (log above; full log in $tmp/build.log)"
+    fi
+    mv "$tmp"/"${package//-/_}"-*.whl "$WHEEL_DIR/"
+    rm -rf "$tmp"
+    log "wheel built in $(($(date +%s) - t0)) s: $(cached_wheel "$package" "$version")"
+}
+
 free_port() {
     "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }

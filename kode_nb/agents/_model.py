@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from kode_nb.agents._events import ModelResponded, TextDelta
-from kode_nb.agents._run import RunState, message_dict
+from kode_nb.agents._run import RunState
 from kode_nb.errors import KodeUsageError
 from kode_nb.models._cost import Price, catalog_price, cost_of, estimate_tokens, own_price
 from kode_nb.models.base import (
@@ -26,6 +26,7 @@ from kode_nb.models.base import (
     ModelSettings,
     RequestSent,
     collect,
+    message_dict,
 )
 from kode_nb.models.errors import ModelError
 from kode_nb.stepping._step_loop import pause_model_request

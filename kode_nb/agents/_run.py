@@ -20,11 +20,9 @@ from kode_nb.agents._result import RunStatus, RunUsage
 from kode_nb.execution._executor import Executor
 from kode_nb.models._content import content_text
 from kode_nb.models.base import (
-    AssistantMessage,
     Message,
     Model,
     ToolSpec,
-    UserMessage,
 )
 from kode_nb.tools._model import Tool
 from kode_nb.traces._requests import RequestChain
@@ -36,7 +34,7 @@ if TYPE_CHECKING:
     from kode_nb.agents._loop import Agent
     from kode_nb.stepping._step import Stepper
 
-__all__ = ["CURRENT_RUN", "RunState", "TextStart", "message_dict", "result_dict", "whole_length"]
+__all__ = ["CURRENT_RUN", "RunState", "TextStart", "result_dict", "whole_length"]
 
 
 CURRENT_RUN: ContextVar[RunState | None] = ContextVar("kode_nb.agents.current_run", default=None)
@@ -150,28 +148,6 @@ def _event_fields(event: Any) -> dict[str, Any]:
     if kind == "timed_out":
         return {"timeout": event.timeout}
     return {}
-
-
-def message_dict(message: Message) -> dict[str, Any]:
-    """A message in the trace's JSON form."""
-    if isinstance(message, UserMessage):
-        return {"role": "user", "content": message.content}
-    if isinstance(message, AssistantMessage):
-        return {
-            "role": "assistant",
-            "text": message.text,
-            "tool_calls": [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-            ],
-        }
-    text = ToolResult(content=message.content).text
-    return {
-        "role": "tool",
-        "call_id": message.call_id,
-        "name": message.name,
-        "content": text,
-        "is_error": message.is_error,
-    }
 
 
 def _jsonable(value: Any) -> Any:

@@ -21,42 +21,18 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from kode_nb.models._content import content_text
 from kode_nb.models.base import (
-    AssistantMessage,
     Finish,
-    Message,
     ModelEvent,
     ModelRequest,
     TextChunk,
     ToolCallPart,
     UsageInfo,
-    UserMessage,
+    message_dict,
 )
 from kode_nb.models.errors import ModelError, ReplayDivergedError
 
-__all__ = ["ReplayModel", "request_message"]
-
-
-def request_message(message: Message) -> dict[str, Any]:
-    """A message in the trace's JSON form (as ``model_call`` spans record it)."""
-    if isinstance(message, UserMessage):
-        return {"role": "user", "content": message.content}
-    if isinstance(message, AssistantMessage):
-        return {
-            "role": "assistant",
-            "text": message.text,
-            "tool_calls": [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
-            ],
-        }
-    return {
-        "role": "tool",
-        "call_id": message.call_id,
-        "name": message.name,
-        "content": content_text(message.content),
-        "is_error": message.is_error,
-    }
+__all__ = ["ReplayModel"]
 
 
 def _render(message: Mapping[str, Any]) -> str:
@@ -151,7 +127,7 @@ class ReplayModel:
                 diff = _diff({"system": self.system}, {"system": system})
                 self._diverged(turn, "the system prompt differs", diff)
         expected = list(recorded.get("messages") or [])
-        now = [self._normalize(request_message(m)) for m in request.messages[self._seen :]]
+        now = [self._normalize(message_dict(m)) for m in request.messages[self._seen :]]
         self._seen = len(request.messages)
         for i in range(max(len(expected), len(now))):
             old = expected[i] if i < len(expected) else None

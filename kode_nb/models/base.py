@@ -135,6 +135,29 @@ class ToolSpec:
         return validator.validate(arguments, tool=self.name)
 
 
+def message_dict(message: Message) -> dict[str, Any]:
+    """A message in the trace's JSON form (as ``model_call`` spans record it)."""
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content}
+    if isinstance(message, AssistantMessage):
+        return {
+            "role": "assistant",
+            "text": message.text,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+            ],
+        }
+    from kode_nb.types import ToolResult
+
+    return {
+        "role": "tool",
+        "call_id": message.call_id,
+        "name": message.name,
+        "content": ToolResult(content=message.content).text,
+        "is_error": message.is_error,
+    }
+
+
 TOOL_CHOICES = ("auto", "required", "none")
 """The ``tool_choice`` keywords; any other value names the one tool the model must call."""
 

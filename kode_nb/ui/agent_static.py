@@ -68,7 +68,41 @@ def answer_html(result: AgentRunResult) -> str:
     )
 
 
-class StaticRunView:
+class EndedRun:
+    """What a run's views (static or widget) share once the run ended: ``final`` and its
+    ``record``, from the attributes each view keeps (``agent``, ``model``, ``run_id``,
+    ``result``, ``error``, ``trace``, ``turns``, ``tokens``)."""
+
+    agent: str
+    model: str
+    run_id: str
+    result: Any
+    error: str | None
+    trace: Any
+    turns: int
+    tokens: Any
+
+    @property
+    def final(self) -> bool:
+        """True once the view shows its last state (its static record)."""
+        return self.result is not None or self.error is not None
+
+    def record(self) -> Record:
+        """The static record of the ended run (raises while it runs)."""
+        if not self.final:
+            raise RuntimeError(f"the run {self.run_id} has not ended")
+        return run_record(
+            agent=self.agent,
+            model=self.model,
+            result=self.result,
+            error=self.error,
+            trace=self.trace,
+            turns=self.turns,
+            tokens=self.tokens,
+        )
+
+
+class StaticRunView(EndedRun):
     """An agent run's view without widgets: refreshed HTML (``html``) or printed lines (``text``)."""
 
     def __init__(self, *, agent: str, run_id: str, style: Literal["html", "text"] = "text") -> None:
@@ -177,25 +211,6 @@ class StaticRunView:
             body = str(self.result.output) if self.result.ok else str(self.result.error)
             return redact_text(f"{line}\n{body}")
         return redact_text(f"{line}\n{self.error}") if self.error else line
-
-    @property
-    def final(self) -> bool:
-        """True once the view shows its last state (its static record)."""
-        return self.result is not None or self.error is not None
-
-    def record(self) -> Record:
-        """The static record of the ended run (raises while it runs)."""
-        if self.result is None and self.error is None:
-            raise RuntimeError(f"the run {self.run_id} has not ended")
-        return run_record(
-            agent=self.agent,
-            model=self.model,
-            result=self.result,
-            error=self.error,
-            trace=self.trace,
-            turns=self.turns,
-            tokens=self.tokens,
-        )
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         if self.result is not None or self.error is not None:

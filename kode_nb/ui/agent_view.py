@@ -36,12 +36,12 @@ import ipywidgets as W  # type: ignore[import-untyped]
 
 from kode_nb._format import format_duration, format_run_tokens
 from kode_nb._redact import redact_text
-from kode_nb.ui.agent_static import MUTED, answer_html, run_summary
+from kode_nb.ui.agent_static import MUTED, EndedRun, answer_html, run_summary
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.coalesce import Coalescer
 from kode_nb.ui.delegation import DelegationTree
 from kode_nb.ui.html import BOX, PRE, call_args_html, clip, esc, status_badge
-from kode_nb.ui.records import Record, mark_live, run_record
+from kode_nb.ui.records import mark_live
 from kode_nb.ui.trace_html import trace_html, usage_total
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class ToolRow(CallView):
         return call_html(self._header_html(), self.arguments, self.text, extra or None, self.result)
 
 
-class RunView(W.VBox):  # type: ignore[misc]
+class RunView(W.VBox, EndedRun):  # type: ignore[misc]
     """The live view of one agent run (and, at the top level, of all the runs it starts)."""
 
     children: tuple[Any, ...]
@@ -368,25 +368,6 @@ class RunView(W.VBox):  # type: ignore[misc]
         self._wake(False)
         if self.display_handle is not None:
             self.display_handle.update(self.record())
-
-    @property
-    def final(self) -> bool:
-        """True once the view shows its last state (its static record)."""
-        return self.result is not None or self.error is not None
-
-    def record(self) -> Record:
-        """The static record of the ended run (raises while it runs)."""
-        if not self.final:
-            raise RuntimeError(f"the run {self.run_id} has not ended")
-        return run_record(
-            agent=self.agent,
-            model=self.model,
-            result=self.result,
-            error=self.error,
-            trace=self.trace,
-            turns=self.turns,
-            tokens=self.tokens,
-        )
 
     def _answer_streamed(self) -> bool:
         """Whether the last streamed text is exactly the final answer."""
