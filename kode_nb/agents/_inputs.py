@@ -43,6 +43,9 @@ class FoldingValidator:
         """The real validator."""
         self.schema = inner.schema
         """Exactly the inner validator's schema."""
+        self.strict = inner
+        """The validator that raises instead of folding (to tell whether arguments fit,
+        :meth:`~kode_nb.models.ToolSpec.validate` with ``strict=True``)."""
 
     def validate(self, raw: Any, *, tool: str) -> dict[str, Any]:
         try:

@@ -50,6 +50,10 @@ class ServerProfile:
     """Sent as the ``api-version`` query parameter (Azure)."""
     parallel_tool_calls: bool = True
     """The server accepts the ``parallel_tool_calls`` field."""
+    parallel_by_default: bool = True
+    """With ``parallel_tool_calls`` not sent, the server's own parser returns several calls of
+    one answer (llama-server returns only the first). Calls read from text follow it: only the
+    first is kept where the server would keep only the first."""
     tool_results_as_user: bool = False
     """Send tool results as a ``user`` message naming each call, not as ``tool`` messages (the
     server's prompt template drops ``tool`` messages, so the model would never see a result)."""
@@ -126,7 +130,8 @@ PROFILES: dict[str, ServerProfile] = {
         # llama-server ignores a named tool_choice ("Wrong type supplied for parameter
         # 'tool_choice'") and answers any model id with the model it has; under "required" the
         # model may write text before the call (the grammar waits for <tool_call>), while a
-        # response_format schema constrains the whole answer.
+        # response_format schema constrains the whole answer; parallel_tool_calls is off unless
+        # sent (its README: "Default: false").
         ServerProfile(
             "llama-server",
             "llama.cpp llama-server",
@@ -136,6 +141,7 @@ PROFILES: dict[str, ServerProfile] = {
             progress=True,
             prompt_rate=_LOCAL_RATE,
             response_schema=True,
+            parallel_by_default=False,
         ),
         # chatml-function-calling: "auto" is a grammar-constrained decision step that small
         # models fail (junk or nothing); "required" is not implemented (read as "none"); under

@@ -122,12 +122,18 @@ class ToolSpec:
             validator=tool.validator,
         )
 
-    def validate(self, arguments: str | bytes | Mapping[str, Any] | None) -> dict[str, Any]:
+    def validate(
+        self, arguments: str | bytes | Mapping[str, Any] | None, *, strict: bool = False
+    ) -> dict[str, Any]:
         """``arguments`` checked by the tool's own validator, or against ``parameters`` when
         there is none. Raises :class:`~kode_nb.errors.ToolValidationError` naming each bad
         field, or :class:`~kode_nb.errors.ToolDefinitionError` when ``parameters`` is no usable
-        schema."""
+        schema. A validator that hands invalid arguments on instead of raising (a subagent's,
+        whose call then answers with the problems) is checked through its ``strict`` one when
+        ``strict`` is true."""
         validator = self.validator
+        if strict:
+            validator = getattr(validator, "strict", None) or validator
         if validator is None:
             from kode_nb.tools._raw_schema import schema_validator
 

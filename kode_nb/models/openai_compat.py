@@ -378,7 +378,37 @@ class OpenAIChatModel(HttpModel):
         return max(size / 4 - _PROMPT_FREE_TOKENS, 0.0) / rate
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if request.tools and self._closes_with_nudge(request):
+            return self._answer_not_echoed(request)
         return self._stream(request)
+
+    def _closes_with_nudge(self, request: ModelRequest) -> bool:
+        """The request follows tool results and ends by asking for the answer
+        (:data:`ANSWER_NUDGE`): after calls written as text, or the ``named-then-none``
+        strategy's."""
+        answered = _answered(request.messages)
+        return answered and (self.calls_as_text or self._asks_for_the_answer(request))
+
+    async def _answer_not_echoed(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """The answer to a request that asks for it after tool results, received whole first:
+        a small model sometimes answers it by repeating an earlier message of the conversation
+        word for word (its task as the caller wrote it, a subagent's inputs) instead of using
+        the results. Such an echo is not the answer: the request is sent once more (its usage
+        counted, a notice saying why), and the second answer stands, whatever it is."""
+        first = [event async for event in self._stream(request)]
+        echoed = _echo(_answer_text(first), request)
+        if echoed is None:
+            for event in first:
+                yield event
+            return
+        for event in first:
+            if isinstance(event, UsageInfo):
+                yield event
+        yield Notice(
+            text=f"the answer repeated {echoed} word for word instead of answering; asked once more"
+        )
+        async for event in self._stream(request):
+            yield event
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         key = self._key()
@@ -480,10 +510,17 @@ class OpenAIChatModel(HttpModel):
         found = read_text_calls(text, {spec.name for spec in request.tools}, cut=cut)
         if found is None:
             return []
+        calls = found.calls
+        parallel = self.parallel_tool_calls
+        if parallel is None or not self.profile.parallel_tool_calls:
+            parallel = self.profile.parallel_by_default
+        dropped = len(calls) - 1 if not parallel and len(calls) > 1 else 0
+        if dropped:  # as the server's own parser would: one call per answer
+            calls = calls[:1]
         out: list[ModelEvent] = [TextCallsRecovered(text=text)]
         out.extend(
             ToolCallPart(id=f"text_call_{i}", name=c.name, arguments=c.arguments)
-            for i, c in enumerate(found.calls, 1)
+            for i, c in enumerate(calls, 1)
         )
         mended = [
             *(["written HTML-escaped, read unescaped"] if found.unescaped else []),
@@ -499,10 +536,19 @@ class OpenAIChatModel(HttpModel):
                 if found.malformed
                 else []
             ),
+            *(
+                [
+                    f"the {dropped} call(s) written after the first dropped: "
+                    f"{self.profile.title} makes one call per answer unless parallel_tool_calls "
+                    "is sent (OpenAIChatModel(parallel_tool_calls=True) keeps them)"
+                ]
+                if dropped
+                else []
+            ),
         ]
         out.append(
             Notice(
-                text=f"{len(found.calls)} tool call(s) recovered from the answer text "
+                text=f"{len(calls)} tool call(s) recovered from the answer text "
                 f"{'(' + '; '.join(mended) + ') ' if mended else ''}"
                 "(the server returned none; OpenAIChatModel(text_calls=False) "
                 "turns this off)"
@@ -828,7 +874,7 @@ _MAX_REFITS = 3
 def _misfit(spec: ToolSpec, arguments: str) -> str | None:
     """``None`` when ``arguments`` fit ``spec``; else its first problem, in words."""
     try:
-        spec.validate(arguments)
+        spec.validate(arguments, strict=True)
     except ToolValidationError as exc:
         return "; ".join(issue.render() for issue in exc.issues[:2]) or str(exc)
     except KodeError:  # an unusable schema: nothing to fit to
@@ -858,6 +904,34 @@ def _schema_call_arguments(text: str, name: str) -> str | None:
 
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_ECHO_MIN = 16
+"""Characters an answer needs for :func:`_echo` to call it a repeat (a short answer such as
+"140090" may well appear earlier)."""
+
+
+def _answer_text(events: list[ModelEvent]) -> str:
+    """The text answer of a model call's events (none when it made calls)."""
+    if any(isinstance(e, ToolCallPart) for e in events):
+        return ""
+    return "".join(e.text for e in events if isinstance(e, TextChunk))
+
+
+def _echo(text: str, request: ModelRequest) -> str | None:
+    """What ``text`` repeats word for word (``"the system prompt"``, ``"an earlier user
+    message"``), or ``None``: it is an answer of its own."""
+    said = " ".join(text.split())
+    if len(said) < _ECHO_MIN:
+        return None
+    if said in " ".join(request.system.split()):
+        return "the system prompt"
+    if said in ANSWER_NUDGE:
+        return "the request for the answer"
+    for message in request.messages:
+        if isinstance(message, UserMessage) and said in " ".join(message.content.split()):
+            return "an earlier user message"
+    return None
 
 
 def _answered(messages: tuple[Any, ...]) -> bool:

@@ -125,6 +125,105 @@ async def test_a_recovered_call_that_does_not_fit_is_asked_for_again_constrained
 
 
 @pytest.mark.parametrize(
+    ("options", "kept"),
+    [
+        ({}, 1),  # llama-server's default: parallel_tool_calls off, one call per answer
+        ({"parallel_tool_calls": True}, 2),  # asked for (and sent): every call
+        ({"profile": "generic"}, 2),  # a server whose parser returns them all
+    ],
+)
+async def test_calls_read_from_text_follow_the_servers_parallel_calls_setting(
+    ran: list[tuple[int, int]], options: dict[str, Any], kept: int
+) -> None:
+    two = (
+        '{"name": "add", "arguments": {"a": 48213, "b": 91877}}\n'
+        '{"name": "add", "arguments": {"a": 140090, "b": 1}}'
+    )
+    server = MockServer(text_stream(two), text_stream("It is 140090."))
+    async with server.client() as client:
+        agent = Agent(model=model(client, **options), tools=["add"], max_turns=3)
+        result = await agent.run("48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert ran == [(48213, 91877), (140090, 1)][:kept]
+    [first] = spans(result, "model_call")[:1]
+    notes = " ".join(first.attributes["notices"])
+    assert f"{kept} tool call(s) recovered from the answer text" in notes
+    assert ("the 1 call(s) written after the first dropped" in notes) == (kept == 1)
+    assert server.body(0).get("parallel_tool_calls") == options.get("parallel_tool_calls")
+
+
+QUESTION = "What is 48213 + 91877? Use the add tool."
+GOOD_ADD = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}'
+
+
+@pytest.mark.parametrize(
+    ("answers", "output", "asked"),
+    [
+        # the question repeated as the answer (seen from llama-server's 0.5B model, a subagent
+        # repeating its inputs): asked once more, and that answer stands
+        ([QUESTION, "It is 140090."], "It is 140090.", 3),
+        (["Answer my question using the tool result", "140090."], "140090.", 3),
+        ([QUESTION, QUESTION], QUESTION, 3),  # once more only
+        (["140090"], "140090", 2),  # short: it may well appear earlier, never an echo
+        (["The sum is 140090."], "The sum is 140090.", 2),
+    ],
+)
+async def test_an_answer_that_repeats_an_earlier_message_is_asked_for_once_more(
+    ran: list[tuple[int, int]], answers: list[str], output: str, asked: int
+) -> None:
+    server = MockServer(text_stream(GOOD_ADD), *(text_stream(a) for a in answers))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=3).run(QUESTION)
+    assert result.status == "completed", result.error
+    assert result.output == output
+    assert len(server.requests) == asked
+    if asked == 3:
+        assert server.body(2) == server.body(1)  # the same request, sent once more
+    notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
+    echoed = [n for n in notes if "word for word instead of answering" in n]
+    assert len(echoed) == (asked - 2)
+
+
+async def test_a_subagent_call_that_does_not_fit_is_asked_for_again(
+    registry: ToolRegistry,
+) -> None:
+    """A subagent's validator hands invalid inputs on to its call (which answers with the
+    problems) instead of raising: the call is still seen not to fit, and asked for again."""
+    from kode_nb.agents import AgentDefinition, register_subagent
+    from kode_nb.models import ScriptedModel
+
+    tasks: list[str] = []
+
+    def answer(request: Any) -> str:
+        tasks.append(request.system)
+        return "140090"
+
+    register_subagent(
+        AgentDefinition(
+            name="calculator",
+            description="Answers an arithmetic question asked in words, exactly.",
+            input_config={"inputs": {"task": {"type": "string", "required": True}}},
+            system_prompt="Solve: {task}",
+            model=lambda: ScriptedModel([answer]),
+        )
+    )
+    # what llama-server's model wrote in CI: the schema's own keys beside the argument
+    copied = '{"name": "calculator", "arguments": {"task": "48213 + 91877", "required": ["task"]}}'
+    fitted = '{"name": "calculator", "arguments": {"task": "48213 + 91877"}}'
+    server = MockServer(text_stream(copied), text_stream(fitted), text_stream("It is 140090."))
+    async with server.client() as client:
+        agent = Agent(model=model(client), tools=["calculator"], max_turns=3)
+        result = await agent.run("What is 48213 + 91877?")
+    assert result.status == "completed", result.error
+    assert tasks == ["Solve: 48213 + 91877"]  # it ran once, with the fitted input
+    assert server.body(1)["response_format"]["schema"]["properties"]["name"] == {
+        "const": "calculator"
+    }
+    notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
+    assert any("`required`" in n and "does not fit its schema" in n for n in notes), notes
+
+
+@pytest.mark.parametrize(
     ("profile", "answer", "said"),
     [
         # a server with a named tool_choice: that tool alone, forced by name; a native call back
