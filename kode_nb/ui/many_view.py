@@ -170,10 +170,15 @@ def inbox_bundle(inbox: Inbox) -> dict[str, Any]:
         f"Approval inbox: {waiting} waiting; {c['approved']} approved, {c['denied']} "
         f"denied, {c['by_policy']} by policy"
     )
-    rows = [
-        {"group": g.label(), "id": p.id, "row": p.row, "arguments": _short(dict(p.arguments), 80)}
+    rows = [  # a group's label on its first row only: the rows below are in the same group
+        {
+            "group": g.label() if i == 0 else "",
+            "id": p.id,
+            "row": p.row,
+            "arguments": _short(dict(p.arguments), 80),
+        }
         for g in groups
-        for p in g.items
+        for i, p in enumerate(g.items)
     ]
     record = {
         "schema": "kode_nb.table/v1",
