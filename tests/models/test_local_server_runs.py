@@ -164,7 +164,8 @@ GOOD_ADD = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}'
         ([QUESTION, "It is 140090."], "It is 140090.", 3),
         (["Answer my question using the tool result", "140090."], "140090.", 3),
         ([QUESTION, QUESTION], QUESTION, 3),  # once more only
-        (["140090"], "140090", 2),  # short: it may well appear earlier, never an echo
+        # short: a few words of the question may well be the answer, never an echo
+        (["48213 + 91877"], "48213 + 91877", 2),
         (["The sum is 140090."], "The sum is 140090.", 2),
     ],
 )
@@ -221,6 +222,31 @@ async def test_a_subagent_call_that_does_not_fit_is_asked_for_again(
     }
     notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
     assert any("`required`" in n and "does not fit its schema" in n for n in notes), notes
+
+
+async def test_a_refit_notice_never_shows_a_secret_the_model_wrote(
+    ran: list[tuple[int, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notice quotes the problem (with the value received) and the arguments got: both go
+    through the trace's redaction."""
+    secret = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+    monkeypatch.setenv("ACME_API_KEY", secret)
+    leaky = json.dumps({"name": "add", "arguments": {"a": 48213, "b": secret}})
+    refit = json.dumps({"name": "add", "arguments": {"a": 48213, "b": 91877, "note": secret}})
+    server = MockServer(text_stream(leaky), text_stream(refit), text_stream("It is 140090."))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=3).run("48213 + 91877?")
+    notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
+    assert any("does not fit its schema" in n for n in notes), notes
+    [note] = [n for n in notes if "does not fit its schema" in n]
+    assert secret not in note
+    assert "[REDACTED]" in note  # the value received, and the refitted call's "note"
+    from kode_nb.ui.records import run_record
+
+    shown = run_record(agent="main", model="m", result=result, error=None, trace=result.trace,
+                       turns=2, tokens=(None, None))  # fmt: skip
+    for saved in (json.dumps(result.trace.to_dict()), json.dumps(shown.bundle(), default=str)):
+        assert secret not in saved
 
 
 @pytest.mark.parametrize(
