@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["TAG_VARIABLE", "ProcessTracker", "TrackedProcess"]
 
@@ -157,6 +157,16 @@ class ProcessTracker:
         """The recorded processes still running (zombies excluded)."""
         return [p for p in self.known.values() if self._alive(p)]
 
+    def _current(self, proc: TrackedProcess) -> TrackedProcess:
+        """``proc`` with its command line read now: one seen between ``fork`` and ``exec``
+        was recorded with its parent's command line, or none (``?``)."""
+        command = _command(proc.pid)
+        if command == "?" or command == proc.command:
+            return proc
+        fresh = replace(proc, command=command)
+        self.known[proc.pid] = fresh
+        return fresh
+
     def signal(self, sig: int) -> list[TrackedProcess]:
         """Rescan, then send ``sig`` to every recorded process still running; those signalled."""
         if not self.enabled:
@@ -165,6 +175,7 @@ class ProcessTracker:
         self._tagged()
         hit = []
         for proc in self.alive():
+            proc = self._current(proc)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(proc.pid, sig)
                 hit.append(proc)

@@ -116,3 +116,25 @@ async def test_a_detached_process_of_a_finished_command_keeps_running(
     assert result.status == "ok"
     assert result.details["killed"] == []
     assert len(_running(marker)) == 1
+
+
+@pytest.mark.parametrize("seen_as", ["?", "sh -c sleep"])
+def test_a_process_seen_before_its_exec_is_reported_by_what_it_runs(
+    marker: str, seen_as: str
+) -> None:
+    """A scan can meet a process between ``fork`` and ``exec`` (its parent's command line, or an
+    empty one): what was stopped is named by the command line it had when signalled."""
+    import subprocess
+
+    proc = subprocess.Popen(["sleep", marker])
+    try:
+        tracker = _procs.ProcessTracker(proc.pid, "unused-tag")
+        info = _procs._stat(proc.pid)
+        assert info is not None
+        tracker.known[proc.pid] = _procs.TrackedProcess(proc.pid, info[1], seen_as)
+        hit = tracker.signal(signal.SIGKILL)
+        assert [p.command for p in hit] == [f"sleep {marker}"]
+        assert tracker.known[proc.pid].command == f"sleep {marker}"
+    finally:
+        proc.kill()
+        proc.wait()
