@@ -271,6 +271,17 @@ async def test_denial_reason_reaches_the_model(reg: ToolRegistry) -> None:
     assert not rec.events[2].approved
 
 
+@pytest.mark.parametrize("by", ["timeout", "inbox timeout"])
+async def test_a_denial_nobody_made_is_not_put_on_the_user(reg: ToolRegistry, by: str) -> None:
+    """Denied because no decision came in time: the model is told that, not that a person said no."""
+    ex = Executor(
+        reg, approver=CallbackApprover(lambda r: deny("Nobody answered within 2 s.", by=by))
+    )
+    result = await ex.call("write_note", {"path": "a"})
+    assert result.status == "denied"
+    assert result.text == "This call was not run: Nobody answered within 2 s."
+
+
 async def test_auto_deny_approver(reg: ToolRegistry) -> None:
     result = await Executor(reg, approver=AutoDeny("headless")).call("write_note", {"path": "a"})
     assert result.text == "The user denied this call: headless"

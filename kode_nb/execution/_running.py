@@ -365,6 +365,8 @@ async def decide(
     if decision.approved:
         return decision, None
     reason = decision.reason
+    if decision.decided_by.endswith("timeout"):  # nobody decided: the reason says what happened
+        return decision, f"This call was not run: {reason}" if reason else "Nobody approved it."
     return (
         decision,
         f"The user denied this call: {reason}" if reason else "The user denied this call.",

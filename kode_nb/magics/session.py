@@ -66,6 +66,8 @@ class NotebookApprover:
     def __init__(self, session: KodeSession) -> None:
         self.session = session
         self._widgets: Any = None
+        self._unanswered: set[str] = set()
+        """Calls (tool and arguments) denied under a runner because nobody answered."""
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         style = self.session.style
@@ -78,7 +80,17 @@ class NotebookApprover:
                     timeout=self._timeout,
                     timeout_reason=self._timeout_reason,
                 )
+            runner = not front_end_takes_input(self.session.shell)
+            key = _call_key(request)
+            if runner and key in self._unanswered:
+                # nobody answered this very call a moment ago: asking again only waits again
+                from kode_nb.policy._approval import deny
+                from kode_nb.ui.terminal import RUNNER_REPEAT_REASON
+
+                return deny(RUNNER_REPEAT_REASON.format(tool=request.tool), by="timeout")
             decision: ApprovalDecision = await self._widgets(request)
+            if runner and decision.decided_by == "timeout":
+                self._unanswered.add(key)
             return decision
         from kode_nb.ui.terminal import TerminalApprover, headless_denial
 
@@ -142,6 +154,13 @@ def front_end_takes_input(shell: Any) -> bool:
     if kernel is None:
         return True
     return bool(getattr(kernel, "_allow_stdin", True))
+
+
+def _call_key(request: ApprovalRequest) -> str:
+    """The tool and its arguments, as one comparable string."""
+    import json
+
+    return request.tool + "\0" + json.dumps(request.arguments, sort_keys=True, default=repr)
 
 
 def _is_terminal(shell: Any) -> bool:

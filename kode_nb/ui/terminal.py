@@ -20,6 +20,7 @@ __all__ = [
     "RUNNER_APPROVAL_TIMEOUT",
     "RUNNER_INBOX_REASON",
     "RUNNER_REASON",
+    "RUNNER_REPEAT_REASON",
     "TerminalApprover",
     "headless_denial",
 ]
@@ -40,6 +41,15 @@ RUNNER_REASON = (
     "(`h.approve()`), put `%approval auto` in a cell before it, or allow the tool in the "
     "policy (`%policy`)."
 )
+"""The denial's reason when nobody approves a call under a runner (``{timeout}``: its seconds)."""
+
+RUNNER_REPEAT_REASON = (
+    "Denied at once: this same call to {tool}, with the same arguments, was denied a moment "
+    "ago because nobody approved it (the notebook is being executed by a runner, where nobody "
+    "can click Approve). Asking again would only wait again: go on without it, or answer "
+    "with what you have."
+)
+"""The reason an identical call is denied with, under a runner, after one went unanswered."""
 
 
 RUNNER_INBOX_REASON = (

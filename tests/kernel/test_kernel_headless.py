@@ -84,6 +84,17 @@ def make():
     # a batch's inbox under a runner: what nobody answers is denied after the timeout too
     "b = kode_nb.run_many('write_note', [{'path': 'm1.txt', 'text': 'x'}], cache=False)\n"
     "await b\nrow = b.results[0]\nprint(row.status, '|', RAN, '|', row.output or row.error)",
+    # a model asking again for the call nobody approved is denied at once, not after a wait
+    "def twice():\n"
+    "    same = call('write_note', path='c.txt', text='z')\n"
+    "    return ScriptedModel([same, same, 'Could not write it.'])\n\n"
+    "%model $twice",
+    "%%ask --tools write_note --out rep\nWrite c.txt.",
+    "from kode_nb.models.base import ToolResultMessage\nres = await rep\n"
+    "for m in res.new_messages():\n"
+    "    if isinstance(m, ToolResultMessage):\n"
+    "        print('RESULT', m.content[0].text)\n"
+    "print(res.status, '|', RAN, '|', res.output)",
 ]
 
 
@@ -271,3 +282,15 @@ def test_a_batch_approval_under_a_runner_is_denied_after_its_timeout(executed: A
     assert "nobody answered this request in the batch's inbox within 2 s" in printed, printed
     assert "approve_matching" in printed
     assert "policy=" in printed
+
+
+def test_the_same_call_asked_again_under_a_runner_is_denied_at_once(executed: Any) -> None:
+    """Once nobody answered a call, the model asking for the very same call again gets a denial
+    at once, saying why, instead of another wait."""
+    out = executed["cells"][21]["outputs"]
+    printed = "".join(_text(o.get("text", "")) for o in out)
+    results = [line for line in printed.splitlines() if line.startswith("RESULT ")]
+    assert len(results) == 2, printed
+    assert "nobody approved this call within 2 s" in results[0]
+    assert "Denied at once: this same call to write_note" in results[1]
+    assert printed.strip().endswith("completed | ['b.txt'] | Could not write it."), printed

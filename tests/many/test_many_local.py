@@ -151,7 +151,7 @@ async def test_an_inbox_with_a_timeout_denies_what_nobody_answers_in_time() -> N
     df = await h
     # the scripted model answers "squared: " + what the tool returned: the denial, then 4
     assert list(df["output"]) == [
-        "squared: The user denied this call: nobody is here",
+        "squared: This call was not run: nobody is here",
         "squared: 4",
     ]
     assert inbox.counts == {"approved": 1, "denied": 1, "by_policy": 0}
