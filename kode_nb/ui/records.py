@@ -316,7 +316,7 @@ def framework_run_record(
     captured trace: the same ``kode_nb.run/v1`` record and trace viewer as a kode_nb run."""
     root = trace.root if trace is not None else None
     a = root.attributes if root is not None else {}
-    usage = a.get("total_usage") or a.get("usage") or {}
+    own, total = a.get("usage") or {}, a.get("total_usage") or {}
     if output is None:
         output = a.get("output")
     data: dict[str, Any] = {
@@ -326,8 +326,12 @@ def framework_run_record(
         "status": status,
         "turns": a.get("turns", 0),
         "usage": {
-            "input_tokens": usage.get("input_tokens"),
-            "output_tokens": usage.get("output_tokens"),
+            "input_tokens": own.get("input_tokens"),
+            "output_tokens": own.get("output_tokens"),
+        },
+        "total_usage": {
+            "input_tokens": total.get("input_tokens"),
+            "output_tokens": total.get("output_tokens"),
         },
         "duration": root.duration if root is not None else None,
         "prompt": a.get("prompt"),

@@ -18,6 +18,7 @@ from kode_nb.interop import (
     openai_agents_tools,
     run_with_approvals,
 )
+from kode_nb.ui.records import framework_run_record
 
 pytestmark = pytest.mark.anyio
 
@@ -138,6 +139,14 @@ async def test_capture_records_runs_agents_as_tools_and_handoffs(
     assert first.attributes["messages"][0] == {"role": "system", "content": "You write notes."}
     assert isinstance(first.attributes["usage"]["input_tokens"], int)
     assert root.attributes["total_usage"]["input_tokens"] > root.attributes["usage"]["input_tokens"]
+    # its run record tells the run's own tokens from those with its subagents
+    record = framework_run_record(name="main", status="completed", trace=cap.last)
+    own, total = root.attributes["usage"], root.attributes["total_usage"]
+    tokens = (
+        f"this run: {own['input_tokens']} in / {own['output_tokens']} out tokens; "
+        f"with subagents: {total['input_tokens']} in / {total['output_tokens']} out tokens"
+    )
+    assert tokens in record.bundle()["text/html"]
     assert runs[2].attributes["depth"] == 1  # the handoff's run nests in the turn that handed off
     assert notes == {"t": "x"}
 
