@@ -4,7 +4,8 @@
  * the trace commands (src/commands.ts) that the trace viewer's buttons run (src/bridge.ts). Works
  * in JupyterLab 4 and in Notebook 7's notebook page (whose left area is hidden until opened:
  * `kode-nb:show-tools`, in the palette and View menu, opens it). Live kode_nb views whose
- * kernel stops become static notes (src/stopped.ts).
+ * kernel stops become static notes (src/stopped.ts). ipywidgets' view widgets are guarded against
+ * messages that reach them after their output was replaced (src/core/widget_guard.ts).
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -16,6 +17,7 @@ import { CommandOutcome, listenForCommands } from './bridge';
 import { addTraceCommands, EXPAND, FORK } from './commands';
 import { ToolsPanel } from './panel/widget';
 import { watchStoppedKernels } from './stopped';
+import { guardWidgetViews } from './core/widget_guard';
 
 const CATEGORY = 'kode_nb';
 
@@ -52,6 +54,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     addTraceCommands(app, tracker, (p: NotebookPanel) => panel.connection(p));
     watchStoppedKernels(tracker);
+    // shared with (never bundled from) the ipywidgets extension; without it there is nothing to guard
+    import('@jupyter-widgets/base').then(
+      base => guardWidgetViews(base),
+      () => undefined
+    );
     for (const command of ['kode-nb:show-tools', EXPAND]) {
       palette?.addItem({ command, category: CATEGORY });
     }

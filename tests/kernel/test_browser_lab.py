@@ -1,5 +1,7 @@
 """End to end in a real browser: JupyterLab in headless Chromium, a tool defined with
-``%%tool``, a write call approved with a real click, a 20,000-update stream drawn exactly.
+``%%tool``, a write call approved with a real click, a 20,000-update stream drawn exactly; agent
+runs that end right after their approval (their live view replaced by the record while it is
+still gaining rows) log no widget errors.
 
 Needs the Debian ``chromium`` package and Python ``playwright`` (never ``playwright install``);
 skipped without them. Saves ``test-artifacts/browser_lab.png``.
@@ -46,6 +48,30 @@ def count(n: int, ctx: ToolContext) -> str:
     return "counted"
 ''',
     f"s = %tool count n={N_UPDATES}",
+    '''%%tool --kind read
+def echo(text: str) -> str:
+    """Echo the text.
+
+    Args:
+        text: What to echo.
+    """
+    return text
+''',
+    # approved, then a burst of calls and the answer at once: the view gains rows and is
+    # replaced by its record within moments
+    """from kode_nb.models import ScriptedModel, Turn, call
+
+def burst():
+    return ScriptedModel([
+        call("write_note", path="burst.txt", text="x"),
+        Turn(calls=[call("echo", text=str(i)) for i in range(4)]),
+        "done.",
+    ])
+
+%model $burst""",
+    "%%ask --tools write_note,echo --out r1\nGo.",
+    "%%ask --tools write_note,echo --out r2\nGo.",
+    "%%ask --tools write_note,echo --out r3\nGo.",
 ]
 
 
@@ -88,4 +114,13 @@ def _drive(page: Any, base: str, folder: Path, errors: list[str]) -> None:
     page.evaluate("() => window.jupyterapp.shell.currentWidget.content.scrollToItem(2)")
     page.screenshot(path=str(ARTIFACTS / "browser_lab.png"), full_page=True)
     assert not [e for e in errors if "rate exceeded" in e.lower()]
+
+    run_cell(page, 5)
+    run_cell(page, 6)
+    for i in (7, 8, 9):
+        run_cell(page, i)
+        page.locator(".jp-Notebook .jp-Cell").nth(i).get_by_role("button", name="Approve").click()
+        wait_output(page, i, "done.")
+    page.wait_for_timeout(1000)  # what the replaced views were still sent arrives
+    assert not [e for e in errors if "processLuminoMessage" in e], errors
     shutdown_kernel(page)
