@@ -102,6 +102,27 @@ def test_values_are_strings_where_the_schema_says_string() -> None:
     assert parse_call_arguments("maybe=null", schema, {}) == {"maybe": None}
 
 
+def test_values_may_be_python_literals_and_keep_their_spaces_in_brackets() -> None:
+    """What a Python user types: ``True``, ``None``, single-quoted dicts, ``[1, 2]`` with a
+    space, a tuple; a set is no JSON value, so it stays the text typed."""
+    schema = {"properties": {"code": {"type": "string"}}}
+    line = (
+        "points=[{'x': 1, 'y': 2}] flag=True none=None pair=(1, 2) spaced=[1, 2] "
+        "nested={'a': [1, {'b': None}]} code='[1, 2]' items={1, 2} sad=:( "
+        "escaped=a\\ b"
+    )
+    assert parse_call_arguments(line, schema, {}) == {
+        "points": [{"x": 1, "y": 2}], "flag": True, "none": None, "pair": [1, 2],
+        "spaced": [1, 2], "nested": {"a": [1, {"b": None}]}, "code": "[1, 2]",
+        "items": "{1, 2}", "sad": ":(", "escaped": "a b",
+    }  # fmt: skip
+
+
+def test_a_python_literal_reaches_the_tool_validated(ip: Any) -> None:
+    assert ip.run_line_magic("tool", "label code=x count=None").result().text == "xxNone"
+    assert ip.run_line_magic("tool", "add a=[1, 2]").status == "invalid_arguments"
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

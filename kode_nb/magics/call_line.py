@@ -2,12 +2,15 @@
 
 * ``%tool add {"a": 1, "b": 2}`` — a JSON object, passed as is.
 * ``%tool add a=1 b=2`` — shell-quoted ``key=value`` pairs. A value is a string when the
-  parameter's schema says string; otherwise it is read as JSON (``3``, ``true``, ``[1, 2]``)
-  and kept as a string if it is not JSON. ``key=$var`` passes the notebook variable ``var``.
+  parameter's schema says string; otherwise it is read as JSON (``3``, ``true``, ``[1, 2]``),
+  else as a Python literal as written (``True``, ``None``, ``[{'x': 1}]``: quotes kept), and
+  kept as a string if it is neither. Spaces inside brackets or quotes do not split a pair
+  (``a=[1, 2]``). ``key=$var`` passes the notebook variable ``var``.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import shlex
 from collections.abc import Mapping
@@ -50,16 +53,85 @@ def _types(schema: Any) -> set[str]:
     return found
 
 
-def _value(raw: str, schema: Any) -> Any:
+def _value(raw: str, written: str, schema: Any) -> Any:
+    """The value of one pair: ``raw`` as the shell reads it, ``written`` as typed (quotes kept)."""
     types = _types(schema) - {"null"}
     if types == {"string"} and raw != "null":
         return raw
     try:
         return json.loads(raw)
     except ValueError:
-        return raw
+        pass
     except RecursionError:
         raise too_deep("%tool") from None
+    try:
+        return _json_shaped(ast.literal_eval(written))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return raw
+
+
+def _json_shaped(value: Any) -> Any:
+    """A Python literal as JSON data (a tuple becomes a list); TypeError for what JSON lacks."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_shaped(v) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: _json_shaped(v) for k, v in value.items()}
+    raise TypeError(f"not JSON data: {type(value).__name__}")
+
+
+_CLOSE = {"[": "]", "{": "}", "(": ")"}
+
+
+def _unquoted(text: str) -> list[int] | None:
+    """Where ``text`` is outside quotes (escaped characters excluded), by the shell's rules;
+    None when a quote does not close."""
+    found: list[int] = []
+    quote, i = "", 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch == "\\":
+            i += 1  # an escaped character, taken as it is
+        elif ch in "'\"":
+            quote = ch
+        else:
+            found.append(i)
+        i += 1
+    return None if quote else found
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """The pairs of a line, each as the shell reads it and as written: split at spaces outside
+    quotes and outside brackets that close (``a=[1, 2]`` is one pair, ``t=:( n=1`` two). A
+    line whose quotes do not close is split by ``shlex``, which says so."""
+    places = _unquoted(text)
+    if places is None:
+        return [(token, token) for token in shlex.split(text)]
+    opened: list[int] = []
+    grouped: set[int] = set()  # brackets that close, both ends
+    for i in places:
+        ch = text[i]
+        if ch in _CLOSE:
+            opened.append(i)
+        elif opened and ch == _CLOSE[text[opened[-1]]]:
+            grouped.update((opened.pop(), i))
+    written: list[str] = []
+    start, depth = 0, 0
+    for i in places:
+        ch = text[i]
+        if i in grouped:
+            depth += 1 if ch in _CLOSE else -1
+        elif ch.isspace() and depth == 0:
+            written.append(text[start:i])
+            start = i + 1
+    written.append(text[start:])
+    return [(" ".join(shlex.split(token)), token) for token in written if token.strip()]
 
 
 def parse_call_arguments(
@@ -84,13 +156,14 @@ def parse_call_arguments(
             )
         return data
     try:
-        tokens = shlex.split(text)
+        pairs = _pairs(text)
     except ValueError as exc:
         raise UsageError(f"%tool: cannot split the arguments ({exc}): {text}") from None
     props = parameters.get("properties") or {}
     out: dict[str, Any] = {}
-    for token in tokens:
+    for token, typed in pairs:
         key, sep, raw = token.partition("=")
+        written = typed.partition("=")[2] if typed.startswith(f"{key}=") else raw
         if not sep or not key.isidentifier():
             raise UsageError(
                 f"%tool: expected key=value or a JSON object, got {token!r} "
@@ -105,5 +178,5 @@ def parse_call_arguments(
                 )
             out[key] = namespace[raw[1:]]
         else:
-            out[key] = _value(raw, props.get(key))
+            out[key] = _value(raw, written, props.get(key))
     return out
