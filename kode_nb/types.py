@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
 
 __all__ = [
     "MUTATING_KINDS",
@@ -331,6 +331,24 @@ class ToolContext:
     @property
     def cancelled(self) -> bool:
         return self.cancel.cancelled
+
+    if not TYPE_CHECKING:  # type checkers keep flagging a misspelt attribute
+
+        def __getattr__(self, name: str) -> Any:
+            """Only for a name it lacks: the error names the closest ones (``ctx.update`` ->
+            ``on_update``) and every one it has."""
+            if name.startswith("__"):
+                raise AttributeError(name, name=name, obj=self)
+            import difflib
+
+            known = sorted(n for n in dir(type(self)) if not n.startswith("_"))
+            close = difflib.get_close_matches(name, known, n=2, cutoff=0.5)
+            hint = f" Did you mean {' or '.join(close)}?" if close else ""
+            raise AttributeError(
+                f"ToolContext has no attribute {name!r}.{hint} It has: {', '.join(known)}.",
+                name=name,
+                obj=self,
+            )
 
     def raise_if_cancelled(self) -> None:
         self.cancel.raise_if_cancelled()

@@ -660,6 +660,19 @@ async def test_context_is_injected_with_ids_deps_user_and_paths(registry: ToolRe
     assert not ctx.cancelled
 
 
+async def test_a_misspelt_context_attribute_names_the_right_one(registry: ToolRegistry) -> None:
+    def stream(n: int, ctx: ToolContext) -> str:
+        ctx.update(f"at {n}")  # type: ignore[attr-defined]  # on_update is meant
+        return "done"
+
+    define_tool(stream)
+    result = await Executor(registry).call("stream", {"n": 1})
+    assert result.status == "error"
+    assert "ToolContext has no attribute 'update'. Did you mean on_update?" in result.text
+    assert "It has: allowed_paths, approver, call_id" in result.text
+    assert not hasattr(ToolContext(tool="t", call_id="c"), "__missing_dunder__")
+
+
 async def test_schema_defined_tool_gets_the_arguments_dict(registry: ToolRegistry) -> None:
     def search(args: dict[str, Any], ctx: ToolContext) -> str:
         return f"{args['q']}|{args['limit']}|{ctx.call_id}"
