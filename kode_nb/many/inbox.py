@@ -13,7 +13,8 @@ answer at once. Requests from Dask or Ray workers arrive through
 A request nobody answers waits, unless the inbox has a ``timeout``: then it is denied with
 ``timeout_reason``. :func:`~kode_nb.many.run_many` makes its inbox with the session's limit
 where the notebook is executed by a runner (nbconvert, papermill: nobody can click there), so
-a batch never waits forever.
+a batch never waits forever; there, once a request of a tool went unanswered, the tool's later
+requests are denied at once (``deny_after_timeout``) rather than each waiting the limit again.
 
 Answers are thread-safe (a button click may come on another thread): they resolve the waiting
 future on its own event loop.
@@ -122,6 +123,7 @@ class Inbox:
         *,
         timeout: float | None = None,
         timeout_reason: str | None = None,
+        deny_after_timeout: bool = False,
     ) -> None:
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
@@ -134,6 +136,11 @@ class Inbox:
             f"Denied: nobody answered this request within {timeout:g} s" if timeout else None
         )
         """The reason a request that waited too long is denied with (the model sees it)."""
+        self.deny_after_timeout = deny_after_timeout
+        """Once a request of a tool was denied for want of an answer, deny the tool's later
+        requests at once (unless a rule or the policy answers them) instead of waiting again."""
+        self.unanswered: set[str] = set()
+        """Tools with a request denied for want of an answer."""
         self.rules: list[Rule] = []
         """Remembered "all matching" answers, applied to requests as they arrive."""
         self.counts = {"approved": 0, "denied": 0, "by_policy": 0}
@@ -153,7 +160,9 @@ class Inbox:
         from kode_nb.execution._session_defaults import approval_deadline
 
         timeout, reason = approval_deadline()
-        return cls(policy, timeout=timeout, timeout_reason=reason)
+        return cls(
+            policy, timeout=timeout, timeout_reason=reason, deny_after_timeout=timeout is not None
+        )
 
     # ---------------------------------------------------------------- asking
 
@@ -196,6 +205,14 @@ class Inbox:
                     if rule.approved
                     else deny(rule.reason, by="inbox rule")
                 )
+        if self.deny_after_timeout and tool in self.unanswered:
+            self._count(False)
+            self._changed()
+            return deny(
+                f"{self.timeout_reason} (Denied at once: an earlier request of {tool} "
+                "got no answer in time.)",
+                by="inbox timeout",
+            )
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         with self._lock:
             item = Pending(
@@ -215,7 +232,8 @@ class Inbox:
             try:
                 return await asyncio.wait_for(asyncio.shield(future), self.timeout)
             except TimeoutError:
-                self._answer(item, deny(self.timeout_reason, by="inbox timeout"))
+                if self._answer(item, deny(self.timeout_reason, by="inbox timeout")):
+                    self.unanswered.add(tool)
                 return await future  # the denial, or an answer given just before it
         finally:
             with self._lock:

@@ -159,6 +159,25 @@ async def test_an_inbox_with_a_timeout_denies_what_nobody_answers_in_time() -> N
     assert Inbox(timeout=1.5).timeout_reason == "Denied: nobody answered this request within 1.5 s"
 
 
+async def test_after_one_went_unanswered_the_tools_later_requests_are_denied_at_once() -> None:
+    """Under a runner nobody answers: one request of a tool waiting the limit shows it, so the
+    rows after it are denied at once (a rule answered in code still wins)."""
+    inbox = Inbox(timeout=0.2, timeout_reason="nobody is here", deny_after_timeout=True)
+    inbox.approve_matching("square", x="3", remember=True)  # as a cell would, in code
+    h = run_many(square_agent(kind="edit"), _prompts(1, 2, 3), prompt="square {n}", cache=False,
+                 inbox=inbox, max_concurrency=1)  # fmt: skip
+    df = await h
+    assert inbox.unanswered == {"square"}
+    assert list(df["output"]) == [
+        "squared: This call was not run: nobody is here",
+        "squared: This call was not run: nobody is here (Denied at once: an earlier request of "
+        "square got no answer in time.)",
+        "squared: 9",
+    ]
+    assert inbox.counts == {"approved": 1, "denied": 2, "by_policy": 0}
+    assert not Inbox(timeout=0.2).deny_after_timeout  # by default each request waits its limit
+
+
 @pytest.mark.parametrize("timeout", [0, -1, "5", True])
 def test_an_inbox_timeout_must_be_positive_seconds(timeout: Any) -> None:
     with pytest.raises(ConfigurationError, match="Inbox timeout must be seconds > 0 or None"):
