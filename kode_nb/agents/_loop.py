@@ -568,7 +568,7 @@ class Agent:
             key = (call.name, _canonical(call.arguments))
             st.repeats[key] = count = st.repeats.get(key, 0) + 1
             if limit is not None and count >= limit:
-                failed = _last_failure(st.messages, call.name)
+                failed = _last_failure(st.messages, call.name, key[1])
                 why = (
                     f"each time the call failed ({failed}) and the model sent it again unchanged "
                     "instead of correcting it"
@@ -585,10 +585,18 @@ class Agent:
         return None
 
 
-def _last_failure(messages: Sequence[Message], tool: str) -> str | None:
-    """The first line of ``tool``'s latest result when that result was an error, else None."""
+def _last_failure(messages: Sequence[Message], tool: str, arguments: str) -> str | None:
+    """The first line of the latest result of ``tool`` called with these (canonical)
+    ``arguments`` when that result was an error, else None."""
+    same = {
+        c.id
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls
+        if c.name == tool and _canonical(c.arguments) == arguments
+    }
     for message in reversed(messages):
-        if isinstance(message, ToolResultMessage) and message.name == tool:
+        if isinstance(message, ToolResultMessage) and message.call_id in same:
             if not message.is_error:
                 return None
             text = " ".join(getattr(b, "text", "") for b in message.content).strip()

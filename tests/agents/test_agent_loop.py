@@ -243,6 +243,21 @@ async def test_a_failing_call_repeated_unchanged_is_named_as_such(tools: ToolReg
     assert "templates" not in error  # the result was shown; the model did not act on it
 
 
+async def test_a_repeated_call_that_ran_is_not_blamed_on_another_calls_failure(
+    tools: ToolRegistry,
+) -> None:
+    """Between the repeats, the same tool failed with other arguments: the repeated call
+    itself ran each time, so the cause named is the model not using its result."""
+    bad = raw_call("add", '{"a": 1, "B": 2}')
+    model = ScriptedModel([call("add", a=1, b=1), bad, call("add", a=1, b=1), bad,
+                           call("add", a=1, b=1), "unreached"])  # fmt: skip
+    result = await Agent(model=model, tools=["add"], max_turns=10).run("loop")
+    error = result.error or ""
+    assert "called add with the same arguments 3 times" in error, error
+    assert "each time the call failed" not in error
+    assert "it is not using the result" in error
+
+
 async def test_max_repeated_calls_none_allows_repeats(tools: ToolRegistry) -> None:
     model = ScriptedModel([call("add", a=1, b=1)] * 3 + ["done"])
     result = await Agent(model=model, tools=["add"], max_repeated_calls=None).run("loop")
