@@ -909,6 +909,9 @@ def _short(text: str, limit: int = 200) -> str:
 _ECHO_MIN = 16
 """Characters an answer needs for :func:`_echo` to call it a repeat (a short answer such as
 "140090" may well appear earlier)."""
+_ECHO_LONG = 200
+"""Characters of an earlier message past which an answer copying them is a repeat, however
+long that message is."""
 
 
 def _answer_text(events: list[ModelEvent]) -> str:
@@ -918,18 +921,25 @@ def _answer_text(events: list[ModelEvent]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextChunk))
 
 
+def _repeats(said: str, earlier: str) -> bool:
+    """``said`` (spaces collapsed) copies ``earlier``: all of it or at least half, or a long
+    stretch of it. A short quote (a path, a choice, a sentence of a longer question) answers."""
+    source = " ".join(earlier.split())
+    return said in source and (2 * len(said) >= len(source) or len(said) >= _ECHO_LONG)
+
+
 def _echo(text: str, request: ModelRequest) -> str | None:
     """What ``text`` repeats word for word (``"the system prompt"``, ``"an earlier user
-    message"``), or ``None``: it is an answer of its own."""
+    message"``; see :func:`_repeats`), or ``None``: it is an answer of its own."""
     said = " ".join(text.split())
     if len(said) < _ECHO_MIN:
         return None
-    if said in " ".join(request.system.split()):
+    if _repeats(said, request.system):
         return "the system prompt"
-    if said in ANSWER_NUDGE:
+    if _repeats(said, ANSWER_NUDGE):
         return "the request for the answer"
     for message in request.messages:
-        if isinstance(message, UserMessage) and said in " ".join(message.content.split()):
+        if isinstance(message, UserMessage) and _repeats(said, message.content):
             return "an earlier user message"
     return None
 

@@ -185,6 +185,20 @@ async def test_an_answer_that_repeats_an_earlier_message_is_asked_for_once_more(
     assert len(echoed) == (asked - 2)
 
 
+async def test_an_answer_quoting_a_part_of_the_question_stands(ran: list[tuple[int, int]]) -> None:
+    """Under half of an earlier message, quoted, answers it (a path, one of the choices)."""
+    question = (
+        "Which file holds the totals: /data/reports/q2_summary.csv or /data/raw/events.log? "
+        "Add 48213 and 91877 with the add tool first."
+    )
+    server = MockServer(text_stream(GOOD_ADD), text_stream("/data/reports/q2_summary.csv"))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"], max_turns=3).run(question)
+    assert result.status == "completed", result.error
+    assert result.output == "/data/reports/q2_summary.csv"
+    assert len(server.requests) == 2
+
+
 async def test_a_subagent_call_that_does_not_fit_is_asked_for_again(
     registry: ToolRegistry,
 ) -> None:
