@@ -227,3 +227,43 @@ def test_nesting_is_counted_outside_strings_only() -> None:
     assert parse_call_arguments(ok, {}, {})["a"] is not None
     with pytest.raises(UsageError, match="more than 64 levels"):
         parse_call_arguments('{"a": ' + "[" * MAX_NESTING + "]" * MAX_NESTING + "}", {}, {})
+
+
+def test_under_a_runner_only_the_same_call_in_the_same_run_is_denied_at_once() -> None:
+    """After a call went unanswered under a runner, the model asking for it again in that run
+    is denied at once; the same call from another run (a later cell) is asked again, so code
+    there can still approve it."""
+    from types import SimpleNamespace
+
+    from kode_nb.policy import approve
+
+    shell = SimpleNamespace(kernel=SimpleNamespace(_allow_stdin=False))  # a runner's cells
+    session = SimpleNamespace(style="widget", shell=shell, views={}, approval_timeout=lambda: 0.1)
+    approver = NotebookApprover(session)  # type: ignore[arg-type]
+
+    def request(run: str | None, call_id: str) -> ApprovalRequest:
+        return ApprovalRequest(
+            tool="write_note", kind="edit", arguments={"path": "a"}, call_id=call_id, run_id=run
+        )
+
+    async def scenario() -> list[tuple[bool, str, str]]:
+        first = await approver(request("r1", "c1"))  # nobody answers: denied after the limit
+        again = await approver(request("r1", "c2"))  # the model asks again: at once
+        task = asyncio.ensure_future(approver(request("r2", "c3")))  # another run: asks
+        for _ in range(100):
+            if "c3" in approver._widgets.prompts:
+                break
+            await asyncio.sleep(0.001)
+        approver._widgets.prompts["c3"].decide(approve(by="code"))
+        other = await task
+        alone = await approver(request(None, "c4"))  # no run (a %tool cell): asks, times out
+        return [(d.approved, d.decided_by, d.reason or "") for d in (first, again, other, alone)]
+
+    first, again, other, alone = asyncio.run(scenario())
+    assert first[:2] == (False, "timeout")
+    assert "nobody approved this call" in first[2]
+    assert again[:2] == (False, "timeout")
+    assert again[2].startswith("Denied at once")
+    assert other[:2] == (True, "code")
+    assert alone[:2] == (False, "timeout")
+    assert "nobody approved this call" in alone[2]

@@ -67,7 +67,7 @@ class NotebookApprover:
         self.session = session
         self._widgets: Any = None
         self._unanswered: set[str] = set()
-        """Calls (tool and arguments) denied under a runner because nobody answered."""
+        """Calls (run, tool and arguments) denied under a runner because nobody answered."""
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         style = self.session.style
@@ -82,14 +82,14 @@ class NotebookApprover:
                 )
             runner = not front_end_takes_input(self.session.shell)
             key = _call_key(request)
-            if runner and key in self._unanswered:
+            if runner and key is not None and key in self._unanswered:
                 # nobody answered this very call a moment ago: asking again only waits again
                 from kode_nb.policy._approval import deny
                 from kode_nb.ui.terminal import RUNNER_REPEAT_REASON
 
                 return deny(RUNNER_REPEAT_REASON.format(tool=request.tool), by="timeout")
             decision: ApprovalDecision = await self._widgets(request)
-            if runner and decision.decided_by == "timeout":
+            if runner and key is not None and decision.decided_by == "timeout":
                 self._unanswered.add(key)
             return decision
         from kode_nb.ui.terminal import TerminalApprover, headless_denial
@@ -156,11 +156,15 @@ def front_end_takes_input(shell: Any) -> bool:
     return bool(getattr(kernel, "_allow_stdin", True))
 
 
-def _call_key(request: ApprovalRequest) -> str:
-    """The tool and its arguments, as one comparable string."""
+def _call_key(request: ApprovalRequest) -> str | None:
+    """The run, the tool and its arguments, as one comparable string: the same call asked for
+    again within one run (a model repeating it); None outside a run."""
     import json
 
-    return request.tool + "\0" + json.dumps(request.arguments, sort_keys=True, default=repr)
+    if request.run_id is None:
+        return None
+    arguments = json.dumps(request.arguments, sort_keys=True, default=repr)
+    return f"{request.run_id}\0{request.tool}\0{arguments}"
 
 
 def _is_terminal(shell: Any) -> bool:
