@@ -342,6 +342,8 @@ class ToolContext:
             import difflib
 
             known = sorted(n for n in dir(type(self)) if not n.startswith("_"))
+            if name in known:  # a property that raised AttributeError itself: its own error
+                return object.__getattribute__(self, name)
             close = difflib.get_close_matches(name, known, n=2, cutoff=0.5)
             hint = f" Did you mean {' or '.join(close)}?" if close else ""
             raise AttributeError(

@@ -671,6 +671,9 @@ async def test_a_misspelt_context_attribute_names_the_right_one(registry: ToolRe
     assert "ToolContext has no attribute 'update'. Did you mean on_update?" in result.text
     assert "It has: allowed_paths, approver, call_id" in result.text
     assert not hasattr(ToolContext(tool="t", call_id="c"), "__missing_dunder__")
+    broken = ToolContext(tool="t", call_id="c", cancel=object())  # type: ignore[arg-type]
+    with pytest.raises(AttributeError, match="'object' object has no attribute 'cancelled'"):
+        broken.cancelled  # noqa: B018  # the property's own error, not "no attribute"
 
 
 async def test_schema_defined_tool_gets_the_arguments_dict(registry: ToolRegistry) -> None:

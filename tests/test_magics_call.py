@@ -105,16 +105,16 @@ def test_values_are_strings_where_the_schema_says_string() -> None:
 def test_values_may_be_python_literals_and_keep_their_spaces_in_brackets() -> None:
     """What a Python user types: ``True``, ``None``, single-quoted dicts, ``[1, 2]`` with a
     space, a tuple; a set is no JSON value, so it stays the text typed."""
-    schema = {"properties": {"code": {"type": "string"}}}
+    schema = {"properties": {"code": {"type": "string"}, "text": {"type": "string"}}}
     line = (
         "points=[{'x': 1, 'y': 2}] flag=True none=None pair=(1, 2) spaced=[1, 2] "
         "nested={'a': [1, {'b': None}]} code='[1, 2]' items={1, 2} sad=:( "
-        "escaped=a\\ b"
+        "escaped=a\\ b text=[a,  b]"
     )
     assert parse_call_arguments(line, schema, {}) == {
         "points": [{"x": 1, "y": 2}], "flag": True, "none": None, "pair": [1, 2],
         "spaced": [1, 2], "nested": {"a": [1, {"b": None}]}, "code": "[1, 2]",
-        "items": "{1, 2}", "sad": ":(", "escaped": "a b",
+        "items": "{1, 2}", "sad": ":(", "escaped": "a b", "text": "[a,  b]",
     }  # fmt: skip
 
 

@@ -131,7 +131,17 @@ def _pairs(text: str) -> list[tuple[str, str]]:
             written.append(text[start:i])
             start = i + 1
     written.append(text[start:])
-    return [(" ".join(shlex.split(token)), token) for token in written if token.strip()]
+    return [(_shell_word(token), token) for token in written if token.strip()]
+
+
+def _shell_word(token: str) -> str:
+    """``token`` as the shell reads one word: quotes and escapes taken away, every space in it
+    kept as typed (``[a,  b]`` keeps both spaces)."""
+    lexer = shlex.shlex(token, posix=True)
+    lexer.whitespace = ""
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return "".join(lexer)
 
 
 def parse_call_arguments(

@@ -231,7 +231,7 @@ class Inbox:
                 return await future
             try:
                 return await asyncio.wait_for(asyncio.shield(future), self.timeout)
-            except TimeoutError:
+            except asyncio.TimeoutError:  # not the built-in one before Python 3.11
                 if self._answer(item, deny(self.timeout_reason, by="inbox timeout")):
                     self.unanswered.add(tool)
                 return await future  # the denial, or an answer given just before it

@@ -30,7 +30,8 @@ one it does not list raises :class:`~kode_nb.models.ModelNotFoundError` naming t
 Tool calls written as text (:mod:`kode_nb.models._text_calls`): when the server returned no
 ``tool_calls`` and the answer text is nothing but calls to offered tools, the text is taken back
 (:class:`~kode_nb.models.TextCallsRecovered`, with the raw text) and the calls are yielded as
-calls; ``text_calls=False`` (or a profile without ``text_calls``) turns this off. A recovered call
+calls; ``text_calls=False`` (or a profile without ``text_calls``) turns this off, and a request
+whose ``tool_choice`` is ``"none"`` keeps such text as its answer. A recovered call
 whose arguments do not fit its tool is asked for again with that tool forced where the server can
 force one, so that its grammar writes fitting arguments (``refit_calls=False`` turns this off;
 a notice says what happened). An answer with
@@ -505,8 +506,8 @@ class OpenAIChatModel(HttpModel):
                     f"{_EMPTY_HINTS.get(self.profile.name, _EMPTY_HINT)}"
                 )
             ]
-        if not self.text_calls:
-            return []
+        if not self.text_calls or (request.settings.tool_choice or self.tool_choice) == "none":
+            return []  # off, or asked for no calls: what looks like a call is the answer
         found = read_text_calls(text, {spec.name for spec in request.tools}, cut=cut)
         if found is None:
             return []

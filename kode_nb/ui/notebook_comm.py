@@ -297,6 +297,8 @@ class NotebookChannel:
         try:
             self.comm.send({"op": op, "request_id": request_id, **payload})
             return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:  # not the built-in one before Python 3.11
+            raise TimeoutError(f"no reply to {op!r} within {timeout:g} s") from None
         finally:
             self._pending.pop(request_id, None)
 

@@ -314,6 +314,21 @@ async def test_text_calls_false_leaves_the_text_as_the_answer_with_a_warning(
     assert not any("recovered_from_text" in s.attributes for s in spans(result, "model_call"))
 
 
+async def test_under_tool_choice_none_a_call_written_as_text_stays_the_answer(
+    ran: list[tuple[int, int]],
+) -> None:
+    """Asked for no calls, the model's call-shaped text is neither run nor asked for again."""
+    server = MockServer(text_stream(BAD_ADD))
+    async with server.client() as client:
+        agent = Agent(model=model(client), tools=["add"], max_turns=3, tool_choice="none")
+        result = await agent.run("48213 + 91877?")
+    assert ran == []
+    assert result.status == "completed"
+    assert result.output == BAD_ADD
+    assert len(server.requests) == 1
+    assert server.body(0)["tool_choice"] == "none"
+
+
 async def test_an_answer_cut_at_the_length_limit_is_a_warning_on_the_run(
     ran: list[tuple[int, int]],
 ) -> None:
