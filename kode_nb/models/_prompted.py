@@ -63,10 +63,19 @@ def tools_prompt(tools: Sequence[ToolSpec]) -> str:
     return _HEAD + "\n".join(lines) + _TAIL
 
 
-def plain_tools_prompt(tools: Sequence[ToolSpec]) -> str:
+_PLAIN_KEYS = (
+    "Write it as a JSON object with exactly two keys: name, holding the function's name as a "
+    "string, and arguments, holding an object with one key per argument.\n"
+)
+"""Said when no ``response_format`` schema gives the call its form (two tools' ``$defs``
+clash): the keys spelled out, still with no quotes or angle brackets."""
+
+
+def plain_tools_prompt(tools: Sequence[ToolSpec], *, keys: bool = False) -> str:
     """The system-prompt section describing ``tools`` in plain words: each tool's name and
-    description, then one line per argument (``name (type, required): description``)."""
-    lines = [_PLAIN_HEAD]
+    description, then one line per argument (``name (type, required): description``);
+    ``keys``: the call's two keys spelled out too (when nothing else constrains its form)."""
+    lines = [_PLAIN_HEAD + (_PLAIN_KEYS if keys else "")]
     for spec in tools:
         lines.append(f"- {spec.name}: {_one_line(spec.description) or 'no description'}")
         properties = spec.parameters.get("properties")
@@ -111,9 +120,12 @@ def call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any] | None:
     return {**schema, **defs}
 
 
-def with_tools_prompt(system: str, tools: Sequence[ToolSpec], *, plain: bool = False) -> str:
-    """``system`` followed by the tools' section (``plain``: :func:`plain_tools_prompt`)."""
-    section = plain_tools_prompt(tools) if plain else tools_prompt(tools)
+def with_tools_prompt(
+    system: str, tools: Sequence[ToolSpec], *, plain: bool = False, keys: bool = False
+) -> str:
+    """``system`` followed by the tools' section (``plain``: :func:`plain_tools_prompt`, with
+    ``keys``)."""
+    section = plain_tools_prompt(tools, keys=keys) if plain else tools_prompt(tools)
     return f"{system.rstrip()}\n\n{section}" if system.strip() else section
 
 

@@ -334,9 +334,10 @@ class OpenAIChatModel(HttpModel):
         schema = call_schema(request.tools) if prompted and self.profile.response_schema else None
         if prompted:  # the tools described in the system prompt, the calls read from the text
             plain = schema is not None or self.profile.escapes_messages
-            request = dataclasses.replace(
-                request, system=with_tools_prompt(request.system, request.tools, plain=plain)
+            system = with_tools_prompt(
+                request.system, request.tools, plain=plain, keys=plain and schema is None
             )
+            request = dataclasses.replace(request, system=system)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": openai_messages(

@@ -99,3 +99,37 @@ def test_one_tool_needs_no_union_and_conflicting_definitions_give_no_schema() ->
     )  # fmt: skip
     assert "$defs" in forecast.parameters  # so the two tools' "Place" differ
     assert call_schema([forecast, other]) is None
+
+
+def test_without_a_schema_the_plain_form_spells_out_the_calls_keys() -> None:
+    """llama-cpp-python, several tools: the answer is constrained by a schema, so the prompt
+    need not spell out the call's form; when two tools' definitions clash there is none, and
+    the prompt names the two keys instead (still nothing its template would escape)."""
+    from kode_nb.models import ModelRequest, OpenAIChatModel
+    from kode_nb.models.base import UserMessage
+
+    add, forecast = specs()
+    other = ToolSpec(
+        name="other", description="Other.",
+        parameters={"type": "object", "properties": {"p": {"$ref": "#/$defs/Place"}},
+                    "$defs": {"Place": {"type": "string"}}},
+    )  # fmt: skip
+    model = OpenAIChatModel(
+        "m", base_url="http://127.0.0.1:9/v1", api_key_env=None, profile="llama-cpp-python"
+    )
+    constrained = model.request_body(
+        ModelRequest(
+            system="Be brief.", messages=(UserMessage(content="Hi."),), tools=(add, forecast)
+        )
+    )
+    assert "response_format" in constrained
+    assert "exactly two keys" not in constrained["messages"][0]["content"]
+    free = model.request_body(
+        ModelRequest(
+            system="Be brief.", messages=(UserMessage(content="Hi."),), tools=(forecast, other)
+        )
+    )
+    assert "response_format" not in free
+    system = free["messages"][0]["content"]
+    assert "exactly two keys: name, holding the function's name" in system
+    assert not set(system.split("# Tools")[1]) & set('"<>&')
