@@ -308,7 +308,7 @@ def _invalid(defn: AgentDefinition, meta: dict[str, Any], invalid: Invalid) -> T
         is_error=True,
         status="invalid_arguments",
         details={**meta, "unavailable": True, "error": text},
-        error_type="SubagentUnavailable",
+        error_type="ToolValidationError",  # as any tool's arguments that do not validate
     )
 
 

@@ -419,7 +419,8 @@ async def test_invalid_inputs_fold_into_an_unavailable_result(math: ToolRegistry
     folded = recorder.of("tool_call_finished")[0].result
     assert folded.is_error
     assert folded.status == "invalid_arguments"
-    assert folded.details["unavailable"] is True
+    assert folded.error_type == "ToolValidationError"  # as any tool's invalid arguments
+    assert folded.details["unavailable"] is True  # it did not run
     assert folded.text.startswith("Invalid arguments for subagent 'researcher' (it did not run):")
     assert '"objective": <string, required' in folded.text  # the shape of a valid call
     assert "`objective`: required field is missing" in folded.text
