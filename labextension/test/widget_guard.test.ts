@@ -30,7 +30,22 @@ function fakeBase(): Record<string, unknown> {
       }
     };
   const JupyterLuminoWidget = viewWidget(Widget);
-  class Panel extends Widget {}
+  class Panel extends Widget {
+    layout: { widgets: unknown[] } | null = { widgets: [] };
+    get widgets(): readonly unknown[] {
+      return this.layout!.widgets; // as Lumino's: a disposed panel has no layout
+    }
+    addWidget(widget: unknown): void {
+      this.layout!.widgets.push(widget);
+    }
+    insertWidget(index: number, widget: unknown): void {
+      this.layout!.widgets.splice(index, 0, widget);
+    }
+    dispose(): void {
+      super.dispose();
+      this.layout = null;
+    }
+  }
   const JupyterLuminoPanelWidget = viewWidget(Panel);
   class Subclass extends JupyterLuminoWidget {} // a third party's view widget
   return { JupyterLuminoWidget, JupyterLuminoPanelWidget, Subclass, unrelated: 1 };
@@ -89,4 +104,39 @@ test('guarding twice wraps once; a module without view widgets is left alone', (
   assert.deepEqual(got, ['show']); // passed on once, not twice
   assert.equal(guardWidgetViews({}), 0);
   assert.equal(guardWidgetViews({ JupyterLuminoWidget: 3 }), 0);
+});
+
+type Box = Fake & {
+  readonly widgets: readonly unknown[];
+  addWidget(w: unknown): void;
+  insertWidget(i: number, w: unknown): void;
+};
+
+/** What a box does with a child view rendered late (ipywidgets' BoxView.add_child_model). */
+function addLate(box: Box, child: { dispose(): void }): void {
+  const i = box.widgets.indexOf(child);
+  box.insertWidget(i, child);
+}
+
+test('unguarded, a child view given to a disposed box throws (what the guard is for)', () => {
+  const box = make(fakeBase(), 'JupyterLuminoPanelWidget', []) as Box;
+  box.dispose();
+  assert.throws(() => addLate(box, { dispose: () => undefined }), TypeError);
+});
+
+test('guarded, a disposed box disposes a child view given late; a live one takes it', () => {
+  const base = fakeBase();
+  guardWidgetViews(base);
+  const box = make(base, 'JupyterLuminoPanelWidget', []) as Box;
+  const first = { disposed: false, dispose: () => (first.disposed = true) };
+  box.addWidget(first);
+  box.insertWidget(0, 'row');
+  assert.deepEqual(box.widgets, ['row', first]);
+  box.dispose();
+  assert.deepEqual(box.widgets, []);
+  const late = { disposed: false, dispose: () => (late.disposed = true) };
+  addLate(box, late);
+  box.addWidget(late);
+  assert.equal(late.disposed, true);
+  assert.equal(first.disposed, false); // what it held before is not its to dispose again
 });
