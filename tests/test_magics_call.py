@@ -136,6 +136,7 @@ def test_a_python_literal_reaches_the_tool_validated(ip: Any) -> None:
         ("add a=1 a=2", "argument 'a' is given twice"),
         ("add a=$missing", "there is no variable 'missing' in the notebook"),
         ("add a='1", "cannot split the arguments (No closing quotation)"),
+        ("label code=don't", """in the other kind of quotes (text="don't")"""),
     ],
 )
 def test_bad_calls_are_usage_errors(ip: Any, line: str, message: str) -> None:

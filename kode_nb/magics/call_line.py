@@ -168,7 +168,10 @@ def parse_call_arguments(
     try:
         pairs = _pairs(text)
     except ValueError as exc:
-        raise UsageError(f"%tool: cannot split the arguments ({exc}): {text}") from None
+        raise UsageError(
+            f"%tool: cannot split the arguments ({exc}): {text}. A value holding a quote goes "
+            """in the other kind of quotes (text="don't"), or give the arguments as JSON."""
+        ) from None
     props = parameters.get("properties") or {}
     out: dict[str, Any] = {}
     for token, typed in pairs:
