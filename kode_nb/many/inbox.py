@@ -156,7 +156,8 @@ class Inbox:
     ) -> Inbox:
         """A batch's own inbox, waiting as long as the session's front end lets an approval
         wait: under a notebook runner nobody can answer, so its limit, then denied with its
-        reason; elsewhere (JupyterLab, scripts) until answered."""
+        reason (and, after that, the same tool's requests at once: ``deny_after_timeout``);
+        elsewhere (JupyterLab, scripts) until answered."""
         from kode_nb.execution._session_defaults import approval_deadline
 
         timeout, reason = approval_deadline()
