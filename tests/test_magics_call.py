@@ -109,12 +109,12 @@ def test_values_may_be_python_literals_and_keep_their_spaces_in_brackets() -> No
     line = (
         "points=[{'x': 1, 'y': 2}] flag=True none=None pair=(1, 2) spaced=[1, 2] "
         "nested={'a': [1, {'b': None}]} code='[1, 2]' items={1, 2} sad=:( "
-        "escaped=a\\ b text=[a,  b]"
+        "escaped=a\\ b text=[a,  b] nbsp=a\u00a0b"
     )
     assert parse_call_arguments(line, schema, {}) == {
         "points": [{"x": 1, "y": 2}], "flag": True, "none": None, "pair": [1, 2],
         "spaced": [1, 2], "nested": {"a": [1, {"b": None}]}, "code": "[1, 2]",
-        "items": "{1, 2}", "sad": ":(", "escaped": "a b", "text": "[a,  b]",
+        "items": "{1, 2}", "sad": ":(", "escaped": "a b", "text": "[a,  b]", "nbsp": "a\u00a0b",
     }  # fmt: skip
 
 

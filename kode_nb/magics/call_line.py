@@ -82,6 +82,8 @@ def _json_shaped(value: Any) -> Any:
 
 
 _CLOSE = {"[": "]", "{": "}", "(": ")"}
+_SPACES = " \t\r\n"
+"""What separates pairs: the shell's whitespace (a no-break space is part of a value)."""
 
 
 def _unquoted(text: str) -> list[int] | None:
@@ -127,7 +129,7 @@ def _pairs(text: str) -> list[tuple[str, str]]:
         ch = text[i]
         if i in grouped:
             depth += 1 if ch in _CLOSE else -1
-        elif ch.isspace() and depth == 0:
+        elif ch in _SPACES and depth == 0:
             written.append(text[start:i])
             start = i + 1
     written.append(text[start:])
