@@ -110,11 +110,11 @@ def _unquoted(text: str) -> list[int] | None:
 
 def _pairs(text: str) -> list[tuple[str, str]]:
     """The pairs of a line, each as the shell reads it and as written: split at spaces outside
-    quotes and outside brackets that close (``a=[1, 2]`` is one pair, ``t=:( n=1`` two). A
-    line whose quotes do not close is split by ``shlex``, which says so."""
+    quotes and outside brackets that close (``a=[1, 2]`` is one pair, ``t=:( n=1`` two);
+    ValueError when a quote does not close (or a line ends in a lone backslash)."""
     places = _unquoted(text)
     if places is None:
-        return [(token, token) for token in shlex.split(text)]
+        raise ValueError("No closing quotation")  # as shlex says it
     opened: list[int] = []
     grouped: set[int] = set()  # brackets that close, both ends
     for i in places:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import threading
@@ -159,8 +160,6 @@ def front_end_takes_input(shell: Any) -> bool:
 def _call_key(request: ApprovalRequest) -> str | None:
     """The run, the tool and its arguments, as one comparable string: the same call asked for
     again within one run (a model repeating it); None outside a run."""
-    import json
-
     if request.run_id is None:
         return None
     arguments = json.dumps(request.arguments, sort_keys=True, default=repr)

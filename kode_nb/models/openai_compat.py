@@ -272,8 +272,7 @@ class OpenAIChatModel(HttpModel):
         server does not honour becomes the closest one it does (never nothing: some servers read
         a missing ``tool_choice`` as ``"none"``), and the notice says so. ``prompted``: the
         tools go in the system prompt and ``"none"`` is sent (:mod:`._prompted`)."""
-        given = request.settings.tool_choice or self.tool_choice
-        choice = given or "auto"
+        choice = self._requested_choice(request) or "auto"
         names = [spec.name for spec in request.tools]
         form = choice if choice in TOOL_CHOICES else "named"
         if form == "named" and choice not in names:
@@ -282,7 +281,7 @@ class OpenAIChatModel(HttpModel):
                 f"{', '.join(names) or 'none'}"
             )
         notes = []
-        if self.profile.tool_strategy == "named-then-none" and given is None:
+        if self._left_to_strategy(request):
             choice, form, note = _named_then_none(
                 request, names, self.profile.tool_choices, prompted=self.text_calls
             )
@@ -308,14 +307,20 @@ class OpenAIChatModel(HttpModel):
             return named, "; ".join(notes) or None, False
         return choice, "; ".join(notes) or None, False
 
+    def _requested_choice(self, request: ModelRequest) -> str | None:
+        """The ``tool_choice`` asked for: the request's, else this model's (``None``: none)."""
+        return request.settings.tool_choice or self.tool_choice
+
     def _asks_for_the_answer(self, request: ModelRequest) -> bool:
         """The ``named-then-none`` strategy's request after successful tool results: it ends
         with :data:`ANSWER_NUDGE` (on the wire only)."""
-        given = request.settings.tool_choice or self.tool_choice
+        return self._left_to_strategy(request) and _answered(request.messages)
+
+    def _left_to_strategy(self, request: ModelRequest) -> bool:
+        """No ``tool_choice`` was asked for, and the profile's strategy is ``named-then-none``."""
         return (
             self.profile.tool_strategy == "named-then-none"
-            and given is None
-            and _answered(request.messages)
+            and self._requested_choice(request) is None
         )
 
     def wants_stream(self, request: ModelRequest) -> bool:
@@ -388,8 +393,9 @@ class OpenAIChatModel(HttpModel):
         """The request follows tool results and ends by asking for the answer
         (:data:`ANSWER_NUDGE`): after calls written as text, or the ``named-then-none``
         strategy's."""
-        answered = _answered(request.messages)
-        return answered and (self.calls_as_text or self._asks_for_the_answer(request))
+        return _answered(request.messages) and (
+            self.calls_as_text or self._left_to_strategy(request)
+        )
 
     async def _answer_not_echoed(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """The answer to a request that asks for it after tool results, received whole first:
@@ -507,7 +513,7 @@ class OpenAIChatModel(HttpModel):
                     f"{_EMPTY_HINTS.get(self.profile.name, _EMPTY_HINT)}"
                 )
             ]
-        if not self.text_calls or (request.settings.tool_choice or self.tool_choice) == "none":
+        if not self.text_calls or self._requested_choice(request) == "none":
             return []  # off, or asked for no calls: what looks like a call is the answer
         found = read_text_calls(text, {spec.name for spec in request.tools}, cut=cut)
         if found is None:

@@ -304,9 +304,12 @@ def _run(data: dict[str, Any]) -> Record:
 def _total_usage(trace: Trace | None) -> dict[str, Any] | None:
     """The run's tokens with its subagents' (the run span's ``total_usage``), if recorded."""
     total = trace.root.attributes.get("total_usage") if trace is not None else None
-    if not isinstance(total, Mapping):
-        return None
-    return {"input_tokens": total.get("input_tokens"), "output_tokens": total.get("output_tokens")}
+    return _token_counts(total) if isinstance(total, Mapping) else None
+
+
+def _token_counts(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """The input and output tokens of a span's ``usage``-shaped attribute."""
+    return {"input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens")}
 
 
 def framework_run_record(
@@ -325,14 +328,8 @@ def framework_run_record(
         "model": a.get("model") or None,
         "status": status,
         "turns": a.get("turns", 0),
-        "usage": {
-            "input_tokens": own.get("input_tokens"),
-            "output_tokens": own.get("output_tokens"),
-        },
-        "total_usage": {
-            "input_tokens": total.get("input_tokens"),
-            "output_tokens": total.get("output_tokens"),
-        },
+        "usage": _token_counts(own),
+        "total_usage": _token_counts(total),
         "duration": root.duration if root is not None else None,
         "prompt": a.get("prompt"),
         "output": _output_text(output) if status == "completed" and output is not None else None,
