@@ -32,11 +32,11 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kode_nb.errors import ConfigurationError
-from kode_nb.interop._recording import Node, build_traces
+from kode_nb.interop._recording import APPROVAL_REQUESTED, Node, build_traces
 from kode_nb.traces import Trace
 
 __all__ = ["ACTIVE", "FRAMEWORKS", "Capture", "capture"]
@@ -74,6 +74,8 @@ class Capture:
         self._token: contextvars.Token[Capture | None] | None = None
         self._stops: list[Any] = []
         self._calls: list[tuple[str, Any, Any, list[Any]]] = []
+        self._claimed: dict[str, int] = {}
+        self._decisions: dict[str, dict[str, Any]] = {}
         self.closed = False
 
     # ------------------------------------------------------------------ the block
@@ -122,54 +124,116 @@ class Capture:
         with self._lock:
             self._calls.append((name, _canonical(arguments), result, events))
 
+    def note_decision(
+        self,
+        call_id: str,
+        *,
+        approved: bool,
+        decided_by: str,
+        reason: str | None = None,
+        at: float | None = None,
+    ) -> None:
+        """Keep the answer to a framework's own approval request (pydantic-ai's deferred
+        tools, the OpenAI Agents SDK's interruptions) for the span of the call it answers: who
+        decided, and a denial recorded as ``denied`` even though the call never ran."""
+        with self._lock:
+            self._decisions[call_id] = {
+                "approved": approved,
+                "decided_by": decided_by,
+                "reason": reason,
+                "time": time.time() if at is None else at,
+            }
+            recorded = list(self.traces)
+        for trace in recorded:  # the run that stopped to ask was recorded already
+            for span in trace.root.walk():
+                a = span.attributes
+                if (
+                    span.kind == "tool_call"
+                    and a.get("call_id") == call_id
+                    and span.status == APPROVAL_REQUESTED
+                ):
+                    _decided(span, self._decisions[call_id])
+
     def _enrich(self, nodes: list[Node]) -> None:
         """Give the tool-call nodes of kode_nb tools the executor's view: matched by call id,
-        else by tool name and arguments, first come first served."""
+        else by tool name and arguments, first come first served. A call stays with the node
+        that first claimed it (a resumed run is recorded again, whole)."""
         from kode_nb.agents._run import _event_fields
 
         with self._lock:
             for node in nodes:
-                if node.kind != "tool_call" or not self._calls:
+                if node.kind != "tool_call":
                     continue
                 a = node.attributes
-                cid, key = a.get("call_id"), (node.name, _canonical(a.get("arguments")))
-                found = next(
-                    (i for i, c in enumerate(self._calls) if cid and c[2].call_id == cid), None
-                )
+                found = self._claimed.get(node.id)
                 if found is None:
+                    taken = set(self._claimed.values())
+                    free = [i for i in range(len(self._calls)) if i not in taken]
+                    cid, key = a.get("call_id"), (node.name, _canonical(a.get("arguments")))
                     found = next(
-                        (i for i, c in enumerate(self._calls) if (c[0], c[1]) == key), None
+                        (i for i in free if cid and self._calls[i][2].call_id == cid), None
                     )
-                if found is None:
-                    continue
-                _, _, result, events = self._calls.pop(found)
-                a["call_id"] = a.get("call_id") or result.call_id
-                a["result"] = {
-                    "status": result.status,
-                    "is_error": result.is_error,
-                    "text": result.text,
-                    "error_type": result.error_type,
-                    "duration": result.duration,
-                    "details": None,
-                }
-                node.status = result.status
-                node.error = result.text if result.is_error else None
-                a["kode_nb_events"] = [
-                    {
-                        "name": e.type,
-                        "time": time.time() - (time.monotonic() - e.timestamp),
-                        "attributes": _event_fields(e),
+                    if found is None:
+                        found = next(
+                            (i for i in free if (self._calls[i][0], self._calls[i][1]) == key),
+                            None,
+                        )
+                    if found is not None:
+                        self._claimed[node.id] = found
+                if found is not None:
+                    _, _, result, events = self._calls[found]
+                    a["call_id"] = a.get("call_id") or result.call_id
+                    a["result"] = {
+                        "status": result.status,
+                        "is_error": result.is_error,
+                        "text": result.text,
+                        "error_type": result.error_type,
+                        "duration": result.duration,
+                        "details": None,
                     }
-                    for e in events
-                ]
+                    node.status = result.status
+                    node.error = result.text if result.is_error else None
+                    a["kode_nb_events"] = [
+                        {
+                            "name": e.type,
+                            "time": time.time() - (time.monotonic() - e.timestamp),
+                            "attributes": _event_fields(e),
+                        }
+                        for e in events
+                    ]
+                self._decide(node)
 
-    def add(self, nodes: Iterable[Node], *, framework: str) -> list[Trace]:
-        """Turn one finished framework run's nodes into traces and keep them (thread-safe)."""
+    def _decide(self, node: Node) -> None:
+        """Record on ``node`` the framework approval decision noted for its call, if any."""
+        a = node.attributes
+        decision = self._decisions.get(str(a.get("call_id") or ""))
+        if decision is None:
+            return
+        a["approval"] = {k: decision[k] for k in ("approved", "decided_by", "reason")}
+        events = a.setdefault("kode_nb_events", [])
+        if not any(e["name"] == "approval_resolved" for e in events):
+            events.insert(0, _resolved(decision))
+        if not decision["approved"] and node.status not in ("ok", "error"):
+            node.status, node.error = "denied", _denial(decision)
+            a["result"] = _denied_result(a.get("result"), node.error)
+
+    def add(
+        self, nodes: Iterable[Node], *, framework: str, replace: Sequence[Trace] | None = None
+    ) -> list[Trace]:
+        """Turn one finished framework run's nodes into traces and keep them (thread-safe);
+        ``replace``: the traces an earlier part of the same run made (a resumed run is
+        recorded again, whole), put back in their place."""
         nodes = list(nodes)
         self._enrich(nodes)
         traces = build_traces(nodes, framework=framework)
         with self._lock:
-            self.traces.extend(traces)
+            old = [t for t in replace or () if any(t is x for x in self.traces)]
+            if not old:
+                self.traces.extend(traces)
+                return traces
+            at = next(i for i, x in enumerate(self.traces) if x is old[0])
+            self.traces[:] = [x for x in self.traces if not any(x is t for t in old)]
+            self.traces[at:at] = traces
         return traces
 
     @property
@@ -192,6 +256,43 @@ class Capture:
         return (
             f"<Capture {state} {', '.join(self.recording) or 'nothing'}: {len(self.traces)} runs>"
         )
+
+
+def _resolved(decision: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "approval_resolved",
+        "time": decision["time"],
+        "attributes": {
+            "approved": decision["approved"],
+            "decided_by": decision["decided_by"],
+            "reason": decision["reason"],
+        },
+    }
+
+
+def _denial(decision: Mapping[str, Any]) -> str:
+    return str(decision["reason"] or "The user denied this call.")
+
+
+def _denied_result(result: Any, text: str) -> dict[str, Any]:
+    return {
+        **(result if isinstance(result, Mapping) else {}),
+        "status": "denied",
+        "is_error": True,
+        "text": text,
+        "error_type": "ToolPermissionError",
+    }
+
+
+def _decided(span: Any, decision: Mapping[str, Any]) -> None:
+    """Record a decision on the recorded span of a call that waited for it."""
+    span.set(approval={k: decision[k] for k in ("approved", "decided_by", "reason")})
+    r = _resolved(decision)
+    span.event(r["name"], at=r["time"], **r["attributes"])
+    if not decision["approved"]:
+        text = _denial(decision)
+        span.status, span.error = "denied", text
+        span.set(result=_denied_result(span.attributes.get("result"), text))
 
 
 def _canonical(arguments: Any) -> str:

@@ -29,7 +29,7 @@ from langchain_core.tracers.context import register_configure_hook
 
 from kode_nb.errors import KodeUsageError
 from kode_nb.interop._bridge import KodeTools, outcome
-from kode_nb.interop._recording import Node, message, neutral_request
+from kode_nb.interop._recording import Node, message, neutral_request, usage_of
 
 if TYPE_CHECKING:
     from kode_nb.execution._executor import Executor
@@ -273,10 +273,9 @@ class CaptureHandler(BaseCallbackHandler):
                 "text": reply.get("text") or text,
                 "tool_calls": reply.get("tool_calls") or [],
             }
-            node.attributes["usage"] = {
-                "input_tokens": usage.get("input_tokens"),
-                "output_tokens": usage.get("output_tokens"),
-            }
+            node.attributes["usage"] = usage_of(
+                usage.get("input_tokens"), usage.get("output_tokens")
+            )
             info = getattr(gens[0], "generation_info", None) if gens else None
             if isinstance(info, Mapping) and info.get("finish_reason"):
                 node.attributes["stop_reason"] = info["finish_reason"]

@@ -17,8 +17,10 @@ approved that way runs without a second prompt; a rejection's reason reaches the
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,7 +29,8 @@ from agents import Tool as SdkTool
 
 from kode_nb.errors import ConfigurationError
 from kode_nb.interop._bridge import KodeTools, outcome
-from kode_nb.interop._recording import Node, neutral_request
+from kode_nb.interop._recording import APPROVAL_REQUESTED as PENDING
+from kode_nb.interop._recording import Node, neutral_request, usage_of
 
 if TYPE_CHECKING:
     from agents.tool_context import ToolContext
@@ -45,18 +48,69 @@ __all__ = [
 FRAMEWORK = "openai-agents"
 
 
+def sdk_decision(ctx: Any, name: str, call_id: str | None) -> bool | None:
+    """What the SDK's run context records about this exact call: ``True`` approved, ``False``
+    rejected, ``None`` nothing (or no run context to ask: a direct ``on_invoke_tool`` call)."""
+    check = getattr(ctx, "is_tool_approved", None)
+    if not call_id or not callable(check):
+        return None
+    try:
+        status = check(name, call_id)
+    except Exception:  # an ambiguous or malformed record is no approval
+        return None
+    return status if isinstance(status, bool) else None
+
+
+def _rejected(kode: KodeTools, ctx: Any, name: str, arguments: str, call_id: str) -> str:
+    """A call the SDK's run context records as rejected: not run; the rejection's message."""
+    import time
+
+    from kode_nb.interop._capture import ACTIVE
+    from kode_nb.types import ToolResult
+
+    message = None
+    with contextlib.suppress(Exception):
+        message = ctx.get_rejection_message(name, call_id)
+    text = str(message or f"Tool '{name}' was not run: the call was rejected ({FRAMEWORK}).")
+    cap = ACTIVE.get()
+    if cap is not None:
+        now = time.time()
+        result = ToolResult.error(
+            text,
+            status="denied",
+            tool=name,
+            call_id=call_id,
+            error_type="ToolPermissionError",
+            started_at=now,
+            ended_at=now,
+        )
+        cap.note_call(name, arguments, result, [])
+        cap.note_decision(call_id, approved=False, decided_by=FRAMEWORK, reason=text)
+    return text
+
+
 def _function_tool(kode: KodeTools, name: str, approval: str) -> FunctionTool:
     tool = kode.get(name)
     native = approval == "sdk"
+    _SCHEMAS[tool.name] = {
+        "name": tool.name,
+        "description": tool.description or tool.name,
+        "parameters": tool.parameters,
+    }
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
         call_id = getattr(ctx, "tool_call_id", None)
-        approved = native and kode.needs_approval(name, arguments or "{}")
+        # Only the SDK's own record of this call (its name and call id, in the run context the
+        # SDK hands the tool) counts as the SDK's approval; with none, kode_nb's approver (or a
+        # policy rule) decides during the call, as for approval="kode_nb".
+        decided = sdk_decision(ctx, name, call_id)
+        if decided is False and call_id:
+            return _rejected(kode, ctx, name, arguments or "{}", call_id)
         result = await kode.call(
             name,
             arguments or "{}",
             call_id=call_id,
-            approved_by=FRAMEWORK if approved else None,
+            approved_by=FRAMEWORK if native and decided else None,
         )
         return outcome(result).text
 
@@ -109,20 +163,31 @@ async def answer_interruptions(result: Any, *, executor: Executor | None = None)
     """Ask kode_nb's approver about each of ``result.interruptions`` (a ``RunResult`` that
     stopped for approval) and return its ``RunState`` with every item approved or rejected."""
     from kode_nb.interop._approvals import ask
+    from kode_nb.interop._capture import ACTIVE
 
     state = result.to_state()
     for item in result.interruptions:
+        call_id = _call_id(item)
         decision = await ask(
             str(item.name or item.tool_name or "tool"),
             _arguments(item),
-            call_id=_call_id(item),
+            call_id=call_id,
             executor=executor,
             framework=FRAMEWORK,
         )
+        reason = None if decision.approved else decision.reason or "The user denied this call."
+        cap = ACTIVE.get()
+        if cap is not None and call_id:
+            cap.note_decision(
+                call_id,
+                approved=decision.approved,
+                decided_by=decision.decided_by or "kode_nb",
+                reason=reason,
+            )
         if decision.approved:
             state.approve(item)
         else:
-            state.reject(item, rejection_message=decision.reason or "The user denied this call.")
+            state.reject(item, rejection_message=reason)
     return state
 
 
@@ -178,15 +243,14 @@ def _json_or_text(text: Any) -> Any:
 
 
 def _usage(raw: Any) -> dict[str, Any]:
+    """Input and output tokens of one model call, ``None`` where unknown (:func:`usage_of`)."""
     raw = _dump(raw) or {}
     if not isinstance(raw, dict):
-        return {"input_tokens": None, "output_tokens": None}
-    tin = raw.get("input_tokens", raw.get("prompt_tokens"))
-    tout = raw.get("output_tokens", raw.get("completion_tokens"))
-    return {
-        "input_tokens": tin if isinstance(tin, int) else None,
-        "output_tokens": tout if isinstance(tout, int) else None,
-    }
+        return usage_of(None, None)
+    return usage_of(
+        raw.get("input_tokens", raw.get("prompt_tokens")),
+        raw.get("output_tokens", raw.get("completion_tokens")),
+    )
 
 
 def _chat_response(output: Any) -> dict[str, Any]:
@@ -239,8 +303,43 @@ def _messages(items: Any) -> list[Any]:
     return list(_dump(items) or [])
 
 
-def _node(span: Any, order: int, tools: dict[str, list[str]]) -> Node:
-    """A kode_nb node for one SDK span (an ``agents.tracing`` span)."""
+_SCHEMAS: dict[str, dict[str, Any]] = {}
+"""The schemas of the kode_nb tools offered as SDK function tools, by name: what a model call
+of a captured run was offered (the SDK's spans name the tools but hold no schema)."""
+
+
+def _offered(agent: Any) -> list[dict[str, Any]]:
+    """The tools an SDK agent span says its model was offered: its tools (a kode_nb tool's
+    schema where known) and a tool per handoff (the SDK's ``transfer_to_...``)."""
+    from agents.util._transforms import transform_string_function_style
+
+    out = [dict(_SCHEMAS.get(str(n)) or {"name": str(n)}) for n in agent.tools or []]
+    for target in agent.handoffs or []:
+        name = transform_string_function_style(f"transfer_to_{target}", warn_on_whitespace=False)
+        out.append({"name": name})
+    return out
+
+
+def _response_tools(response: Any) -> list[dict[str, Any]] | None:
+    """The tools a Responses API call was offered, as the response echoes them back."""
+    tools = _dump(getattr(response, "tools", None))
+    if not isinstance(tools, list) or not tools:
+        return None
+    out = []
+    for t in tools:
+        if isinstance(t, dict) and t.get("name"):
+            out.append(
+                {k: t[k] for k in ("name", "description", "parameters") if t.get(k) is not None}
+            )
+        elif isinstance(t, dict):
+            out.append({"name": str(t.get("type") or "tool")})
+    return out
+
+
+def _node(span: Any, order: int, agents: dict[str, Any], parents: dict[str, str | None]) -> Node:
+    """A kode_nb node for one SDK span (an ``agents.tracing`` span). ``agents``: the agent span
+    data by span id; ``parents``: every span's parent (a model call's tools are those of the
+    nearest agent span above it, through the SDK's task and turn spans)."""
     data = span.span_data
     kind = getattr(data, "type", "")
     err = span.error
@@ -255,6 +354,10 @@ def _node(span: Any, order: int, tools: dict[str, list[str]]) -> Node:
         order=order,
         error=(err.get("message") if isinstance(err, dict) else str(err)) if err else None,
     )
+    above = span.parent_id
+    while above is not None and above not in agents:
+        above = parents.get(above)
+    offered = _offered(agents[above]) if above is not None else []
     if kind == "agent":
         node.kind, node.name = "run", str(data.name)
         node.attributes = {
@@ -263,7 +366,6 @@ def _node(span: Any, order: int, tools: dict[str, list[str]]) -> Node:
             "handoffs": list(data.handoffs or []),
             "output_type": data.output_type,
         }
-        tools[span.span_id] = list(data.tools or [])
     elif kind == "generation":
         model = str(data.model or "unknown")
         messages = _messages(data.input)
@@ -273,29 +375,27 @@ def _node(span: Any, order: int, tools: dict[str, list[str]]) -> Node:
             "messages": messages,
             "message_count": len(messages),
             "request": neutral_request(
-                FRAMEWORK,
-                model,
-                messages,
-                tools.get(span.parent_id, []),
-                settings=_dump(data.model_config),
+                FRAMEWORK, model, messages, offered, settings=_dump(data.model_config)
             ),
             "response": _chat_response(data.output),
             "usage": _usage(data.usage),
-            "tools": tools.get(span.parent_id, []),
+            "tools": [t["name"] for t in offered],
         }
     elif kind == "response":
         response = data.response
         model = str(getattr(response, "model", None) or "unknown")
         messages = _messages(data.input)
+        sent = _response_tools(response)
+        offered = offered if sent is None else sent
         node.kind = "model_call"
         node.attributes = {
             "model": model,
             "messages": messages,
             "message_count": len(messages),
-            "request": neutral_request(FRAMEWORK, model, messages, tools.get(span.parent_id, [])),
+            "request": neutral_request(FRAMEWORK, model, messages, offered),
             "response": _responses_response(getattr(response, "output", None)),
             "usage": _usage(data.usage or getattr(response, "usage", None)),
-            "tools": tools.get(span.parent_id, []),
+            "tools": [t["name"] for t in offered],
         }
     elif kind == "function":
         node.kind, node.name = "tool_call", str(data.name)
@@ -306,39 +406,167 @@ def _node(span: Any, order: int, tools: dict[str, list[str]]) -> Node:
             "result": {
                 "status": "error" if err else "ok",
                 "is_error": bool(err),
-                "text": text,
+                "text": err_text if err and (err_text := node.error) and not text else text,
                 "error_type": None,
                 "duration": None,
                 "details": None,
             },
         }
+        if err and "rejected" in str(node.error or "").lower():
+            node.status = node.attributes["result"]["status"] = "denied"
+        elif data.output is None and not err:
+            # the SDK ends a call's span with no output when the run stops for its approval
+            node.status = node.attributes["result"]["status"] = PENDING
     elif kind == "handoff":
         node.attributes = {"from_agent": data.from_agent, "to_agent": data.to_agent}
     return node
 
 
+def _call_ids(nodes: list[Node]) -> None:
+    """Give each tool-call node the id of the model's call it answers (the SDK's function span
+    has none): the first unclaimed call of the same tool and arguments the run's model made."""
+    calls: list[tuple[str, str, Any]] = []
+    for n in sorted(nodes, key=lambda n: (n.start, n.order)):
+        if n.kind == "model_call":
+            for c in (n.attributes.get("response") or {}).get("tool_calls") or []:
+                calls.append((str(c.get("id")), str(c.get("name")), c.get("arguments")))
+        elif n.kind == "tool_call" and not n.attributes.get("call_id"):
+            found = next(
+                (c for c in calls if (c[1], c[2]) == (n.name, n.attributes.get("arguments"))), None
+            )
+            if found is not None:
+                calls.remove(found)
+                n.attributes["call_id"] = found[0]
+
+
+def _merge_resumed(nodes: list[Node], parts: dict[str, int]) -> list[Node]:
+    """One run out of a run and its resumptions (each resumed ``Runner.run`` of the same trace
+    is a new agent span): the agent span of a later part that continues a run of an earlier
+    one (same agent) gives its children to it; a call that stopped for approval and ran once
+    resumed keeps the run's record of the call only."""
+    by_id = {n.id: n for n in nodes}
+
+    def top_run(n: Node) -> bool:
+        parent = by_id.get(n.parent) if n.parent else None
+        while parent is not None and parent.kind == "other":
+            parent = by_id.get(parent.parent) if parent.parent else None
+        return n.kind == "run" and parent is None
+
+    runs = sorted((n for n in nodes if top_run(n)), key=lambda n: (n.start, n.order))
+    dropped: set[str] = set()
+    for later in runs:
+        part = parts.get(later.id, 0)
+        if part == 0:
+            continue
+        earlier = [r for r in runs if parts.get(r.id, 0) < part and r.id not in dropped]
+        same = [r for r in earlier if r.name == later.name]
+        if not same:
+            continue
+        keep = same[-1]
+        for n in nodes:
+            if n.parent == later.id:
+                n.parent = keep.id
+        keep.end = max(keep.end or 0.0, later.end or 0.0) or None
+        keep.status = later.status
+        dropped.add(later.id)
+    kept = [n for n in nodes if n.id not in dropped]
+    last = max(parts.values(), default=0)
+    for n in kept:
+        if n.kind != "tool_call" or n.status != PENDING:
+            continue
+        key = (n.name, n.attributes.get("arguments"))
+        again = [
+            r
+            for r in kept
+            if r.kind == "tool_call"
+            and r.id not in dropped
+            and parts.get(r.id, 0) > parts.get(n.id, 0)
+            and (r.name, r.attributes.get("arguments")) == key
+        ]
+        if again:  # asked again or run once resumed: the later span records the call
+            again[0].start = min(again[0].start, n.start)
+            dropped.add(n.id)
+        elif parts.get(n.id, 0) < last:  # resumed without running it: the SDK rejected it
+            n.status = "denied"
+            n.error = f"rejected through the {FRAMEWORK} SDK's approval"
+            n.attributes["result"] = {
+                **n.attributes["result"],
+                "status": "denied",
+                "is_error": True,
+                "text": n.error,
+            }
+    return [n for n in kept if n.id not in dropped]
+
+
 class _Processor:
-    """An SDK ``TracingProcessor``: keeps the spans of traces started inside a capture block."""
+    """An SDK ``TracingProcessor``: keeps the spans of traces started inside a capture block.
+
+    A run resumed from its ``RunState`` (after an approval interruption) reattaches to its
+    trace without telling processors: its spans arrive after the trace ended, and the part
+    ends with its top span. Each part republishes the whole run (earlier parts merged, see
+    :func:`_merge_resumed`), replacing the trace recorded before."""
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()
         self.captures: dict[str, Any] = {}
-        self.spans: dict[str, list[Any]] = {}
+        self.spans: dict[str, list[tuple[int, Any]]] = {}
+        self.live: set[str] = set()
+        self.parts: dict[str, int] = {}
+        self.recorded: dict[str, list[Any]] = {}
 
     def on_trace_start(self, trace: Any) -> None:
         from kode_nb.interop._capture import ACTIVE
 
         cap = ACTIVE.get()
-        if cap is not None and not cap.closed:
-            self.captures[trace.trace_id] = cap
-            self.spans[trace.trace_id] = []
+        with self.lock:
+            if trace.trace_id in self.captures:  # the same trace started again: a resumption
+                self.live.add(trace.trace_id)
+                return
+            if cap is not None and not cap.closed:
+                self.captures[trace.trace_id] = cap
+                self.spans[trace.trace_id] = []
+                self.parts[trace.trace_id] = 0
+                self.live.add(trace.trace_id)
 
     def on_trace_end(self, trace: Any) -> None:
-        cap = self.captures.pop(trace.trace_id, None)
-        spans = self.spans.pop(trace.trace_id, [])
-        if cap is None:
-            return
-        tools: dict[str, list[str]] = {}
-        nodes = [_node(s, i, tools) for i, s in enumerate(spans)]
+        with self.lock:
+            if trace.trace_id not in self.captures:
+                return
+            self.live.discard(trace.trace_id)
+        self._publish(trace.trace_id)
+
+    def on_span_start(self, span: Any) -> None:
+        pass
+
+    def on_span_end(self, span: Any) -> None:
+        tid = span.trace_id
+        with self.lock:
+            spans = self.spans.get(tid)
+            if spans is None:
+                return
+            spans.append((self.parts[tid], span))
+            resumed_part_ended = tid not in self.live and span.parent_id is None
+        if resumed_part_ended:
+            self._publish(tid)
+
+    def _publish(self, tid: str) -> None:
+        with self.lock:
+            cap = self.captures.get(tid)
+            spans = list(self.spans.get(tid, []))
+            before = self.recorded.get(tid)
+            self.parts[tid] = self.parts.get(tid, 0) + 1
+            if cap is None or cap.closed:  # a block that ended keeps what it had
+                for table in (self.captures, self.spans, self.parts, self.recorded):
+                    table.pop(tid, None)
+                self.live.discard(tid)
+                if cap is None:
+                    return
+        agents = {s.span_id: s.span_data for _, s in spans if s.span_data.type == "agent"}
+        parents = {s.span_id: s.parent_id for _, s in spans}
+        nodes = [_node(s, i, agents, parents) for i, (_, s) in enumerate(spans)]
+        parts = {s.span_id: p for p, s in spans}
+        nodes = _merge_resumed(nodes, parts)
+        _call_ids(nodes)
         by_id = {n.id: n for n in nodes}
 
         def top_level(n: Node) -> bool:  # no run above it (SDK task/turn spans do not count)
@@ -350,17 +578,12 @@ class _Processor:
         roots = sorted(
             (n for n in nodes if n.kind == "run" and top_level(n)), key=lambda n: (n.start, n.order)
         )
-        for before, after in itertools.pairwise(roots):  # a handoff: the next agent nests
-            after.parent = before.id
-        cap.add(nodes, framework=FRAMEWORK)
-
-    def on_span_start(self, span: Any) -> None:
-        pass
-
-    def on_span_end(self, span: Any) -> None:
-        spans = self.spans.get(span.trace_id)
-        if spans is not None:
-            spans.append(span)
+        for before_, after in itertools.pairwise(roots):  # a handoff: the next agent nests
+            after.parent = before_.id
+        traces = cap.add(nodes, framework=FRAMEWORK, replace=before)
+        with self.lock:
+            if tid in self.captures:
+                self.recorded[tid] = traces
 
     def shutdown(self) -> None:
         pass

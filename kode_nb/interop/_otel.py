@@ -15,7 +15,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kode_nb.interop._recording import Node, message, neutral_request
+from kode_nb.interop._recording import (
+    APPROVAL_REQUESTED,
+    Node,
+    message,
+    neutral_request,
+    usage_of,
+)
 
 __all__ = ["node_of", "semconv_messages"]
 
@@ -73,11 +79,7 @@ def semconv_messages(value: Any) -> list[dict[str, Any]]:
 
 
 def _usage(a: Mapping[str, Any]) -> dict[str, Any]:
-    tin, tout = a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens")
-    return {
-        "input_tokens": tin if isinstance(tin, int) else None,
-        "output_tokens": tout if isinstance(tout, int) else None,
-    }
+    return usage_of(a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens"))
 
 
 def _tool_names(params: Any) -> list[dict[str, Any]]:
@@ -180,4 +182,8 @@ def node_of(
                 "details": None,
             },
         }
+        deferral = a.get("pydantic_ai.tool.deferral.name")
+        if deferral == "ApprovalRequired" and not error:  # the run stopped to ask: not run
+            node.status = node.attributes["result"]["status"] = APPROVAL_REQUESTED
+            node.attributes["result"]["text"] = "waiting for approval: the run stopped to ask"
     return node

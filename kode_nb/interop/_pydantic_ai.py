@@ -148,6 +148,7 @@ async def answer_deferred(
     a denial's reason reaches the model. Deferred *external* calls (``CallDeferred``) are not
     approvals and are left out: answer them yourself."""
     from kode_nb.interop._approvals import ask
+    from kode_nb.interop._capture import ACTIVE
 
     results = DeferredToolResults()
     for call in requests.approvals:
@@ -159,11 +160,17 @@ async def answer_deferred(
             run_id=run_id,
             framework=FRAMEWORK,
         )
-        results.approvals[call.tool_call_id] = (
-            True
-            if decision.approved
-            else ToolDenied(decision.reason or "The user denied this call.")
-        )
+        denial = decision.reason or "The user denied this call."
+        reason = None if decision.approved else denial
+        cap = ACTIVE.get()
+        if cap is not None:  # who decided, and a denial recorded as denied: the call never runs
+            cap.note_decision(
+                call.tool_call_id,
+                approved=decision.approved,
+                decided_by=decision.decided_by or "kode_nb",
+                reason=reason,
+            )
+        results.approvals[call.tool_call_id] = True if decision.approved else ToolDenied(denial)
     return results
 
 

@@ -29,9 +29,14 @@ from kode_nb.traces._requests import RequestChain
 from kode_nb.traces._results import bounded_result
 from kode_nb.traces._trace import new_span_id, new_trace_id
 
-__all__ = ["Node", "build_traces", "message", "neutral_request"]
+__all__ = ["APPROVAL_REQUESTED", "Node", "build_traces", "message", "neutral_request", "usage_of"]
 
 NodeKind = Literal["run", "model_call", "tool_call", "other"]
+
+APPROVAL_REQUESTED = "approval_requested"
+"""The status of a tool call a framework stopped its run to ask about (pydantic-ai's deferred
+tools, the OpenAI Agents SDK's interruptions): it did not run. The answer, once given through
+kode_nb, is recorded on the span (``approval``); a denial makes it ``denied``."""
 
 
 @dataclass(kw_only=True, eq=False)
@@ -62,6 +67,24 @@ def neutral_request(
     """The ``request`` attribute of a model call: what the framework handed its model."""
     body: dict[str, Any] = {"messages": messages, "tools": tools, **extra}
     return {"provider": framework, "path": "", "model": model, "body": body}
+
+
+def usage_of(input_tokens: Any, output_tokens: Any) -> dict[str, int | None]:
+    """A model call's ``usage`` attribute from what a framework reported; ``None`` where
+    unknown, never a made-up ``0``. Frameworks report ``0`` for counts they never got (a stream
+    that asked for no usage): a model call that read no input tokens did not happen, so a zero
+    input count is unknown, and so is a zero output count that comes with it."""
+
+    def count(value: Any) -> int | None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return value if ok else None
+
+    tin, tout = count(input_tokens), count(output_tokens)
+    if tin == 0:
+        tin = None
+    if tin is None and tout == 0:
+        tout = None
+    return {"input_tokens": tin, "output_tokens": tout}
 
 
 def _children(nodes: Iterable[Node]) -> dict[str | None, list[Node]]:
