@@ -352,3 +352,79 @@ def test_a_shown_traces_text_tree_keeps_its_first_lines_and_says_how_many_more()
     assert lines[1].startswith("  t0 [ok]")  # the turn's spans one level under the run
     assert lines[-1] == f"… {501 - TEXT_LINES} more spans (the trace viewer shows all)"
     assert trace_text(Trace(root=root)).count("\n") == 500  # uncapped: every span
+
+
+# --------------------------------------------------------------------------- approvals
+
+
+@pytest.mark.anyio
+async def test_a_prompt_shown_on_its_own_becomes_its_approval_record() -> None:
+    """A question with no call view around it (another framework's own approval request) is a
+    live widget while it waits and, once decided, the approval record: no widget, no "waiting"."""
+    from kode_nb.policy._approval import ApprovalRequest, deny
+    from kode_nb.ui.approval import ApprovalPrompt
+
+    request = ApprovalRequest(
+        tool="write_note", kind="edit", arguments={"path": "a.txt", "token": "sk-" + "a" * 40},
+        call_id="fw_1", reason="pydantic-ai asks for approval",
+    )  # fmt: skip
+    prompt = ApprovalPrompt(request)
+    live = prompt._repr_mimebundle_()
+    assert WIDGET_MIME in live
+    assert live[LIVE_MIME]["kind"] == "approval"
+    assert not prompt.final
+
+    assert prompt.decide(deny("not <now>", by="notebook"))
+    assert prompt.final
+    bundle = prompt._repr_mimebundle_()
+    data = assert_record(bundle, "approval")
+    assert data["approval"] == {"decision": "denied", "reason": "not <now>"}
+    assert (data["tool"], data["kind"], data["call_id"]) == ("write_note", "edit", "fw_1")
+    assert data["asked"] == "pydantic-ai asks for approval"
+    assert "a" * 40 not in json.dumps(bundle)  # redacted
+    assert bundle["text/plain"] == "approval of write_note [edit]: ✘ Denied: not <now>"
+    assert "not &lt;now&gt;" in bundle["text/html"]
+    assert "waiting" not in bundle["text/plain"] + bundle["text/html"]
+
+
+@pytest.mark.anyio
+async def test_a_prompt_cancelled_before_a_decision_says_so_in_its_record() -> None:
+    from kode_nb.policy._approval import ApprovalRequest
+    from kode_nb.ui.approval import ApprovalPrompt
+
+    request = ApprovalRequest(tool="write_note", kind="edit", arguments={}, call_id="fw_2")
+    prompt = ApprovalPrompt(request)
+    waiting = asyncio.ensure_future(prompt.wait())
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    data = assert_record(prompt._repr_mimebundle_(), "approval")
+    assert data["approval"]["decision"] == "cancelled"
+    assert "Cancelled before a decision" in prompt._repr_mimebundle_()["text/plain"]
+
+
+def test_a_view_displayed_in_a_cell_is_kept_by_the_installed_relay_once() -> None:
+    """``display_in_cell`` hands every live view (``final`` False) to the session's relay,
+    whatever made it; a final one, or anything that is not a view, is not kept."""
+    from kode_nb.ui import _finals
+
+    class View:
+        final = False
+
+    relay = _finals.FinalRelay()
+    _finals.install(relay)
+    try:
+        view = View()
+        _finals.shown(view)
+        _finals.shown(view)
+        relay.remember(view)
+        done = View()
+        done.final = True
+        _finals.shown(done)
+        _finals.shown(object())
+        assert len(relay) == 1
+    finally:
+        _finals.uninstall(relay)
+    _finals.shown(View())  # none installed: nothing kept anywhere
+    assert len(relay) == 1

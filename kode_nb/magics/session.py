@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from kode_nb.types import ToolResult
 from kode_nb.ui._finals import FinalRelay
+from kode_nb.ui._finals import install as install_finals
+from kode_nb.ui._finals import uninstall as uninstall_finals
 from kode_nb.ui.cell_display import current_parent
 
 if TYPE_CHECKING:
@@ -195,9 +197,16 @@ class KodeSession:
         """Agent runs started from the notebook (their handles); interrupts cancel them too."""
         """Handles of calls in flight, by call id."""
         self.finals = FinalRelay()
-        """Views displayed by this session, until their final record is delivered."""
+        """Views displayed by this session, until their final record is delivered (every view
+        shown with ``display_in_cell`` while it is installed)."""
+        install_finals(self.finals)
         self.cell_tools: dict[str, tuple[str, ...]] = {}
         """Tool names each ``%%tool`` cell defined, by cell id (to drop tools a re-run removed)."""
+        from kode_nb.ui.call_view import AskedCalls
+
+        self.asked = AskedCalls(views=self.views, make_view=self._asked_view)
+        """Views for the calls that ask a person with no view of their own (``await
+        executor.call(...)`` in a cell): made at the request, ended with the call's record."""
         self.executor = self._new_executor()
         self.rebuild_pending = False
         """New limits wait for the running calls to finish (see :meth:`rebuild_executor`)."""
@@ -282,12 +291,29 @@ class KodeSession:
             self._loop().run_until_complete(coro)
         return handle
 
+    def _asked_view(self, event: Any) -> Any:
+        """The view of a call that asks with buttons and has none (see :attr:`asked`)."""
+        if self.style != "widget" or threading.get_ident() != self._loop_thread:
+            return None  # no buttons to hold; or off the loop, where no widget is made
+        loop = asyncio.get_running_loop()
+        tool = self.registry.get(event.tool)
+        args = (tool, event.arguments, event.call_id, "widget", loop)
+        return self._make_view(*args, kind=event.kind, name=event.tool)
+
     def _make_view(
-        self, tool: Tool, arguments: Any, call_id: str, style: str, loop: asyncio.AbstractEventLoop
+        self,
+        tool: Tool | None,
+        arguments: Any,
+        call_id: str,
+        style: str,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        kind: str = "",
+        name: str = "",
     ) -> Any:
         common: dict[str, Any] = dict(
-            tool=tool.name,
-            kind=tool.kind.value,
+            tool=tool.name if tool is not None else name,
+            kind=tool.kind.value if tool is not None else kind,
             arguments=arguments,
             call_id=call_id,
             rate=self.settings.update_rate,
@@ -404,13 +430,16 @@ class KodeSession:
         handle = self.handles.get(event.call_id)
         if handle is not None:
             handle.events.append(event)
+        self.asked.on_event(event)
         view = self.views.get(event.call_id)
         if view is None:
             return
         if threading.get_ident() == self._loop_thread:
             view.on_event(event)
+            self.asked.after_event(event)
         else:  # an event from a worker thread: widget changes happen on the loop
             view.loop.call_soon_threadsafe(view.on_event, event)
+            view.loop.call_soon_threadsafe(self.asked.after_event, event)
 
     def pending(self) -> list[str]:
         """What is still going on: calls, agent runs and MCP connections, one line each."""
@@ -525,6 +554,7 @@ class KodeSession:
             self._mcp.close()
         self.executor.close()
         self._subscription.close()
+        uninstall_finals(self.finals)
         self._restore_interrupt()
         with contextlib.suppress(ValueError):
             self.shell.events.unregister("post_run_cell", self._after_cell)

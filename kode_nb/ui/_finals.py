@@ -15,6 +15,12 @@ became final after its own cell ended sends its final record again, from the cel
 ran. A call or run that ends before the notebook's last cell has ended is thus saved final
 everywhere it was shown; one still going when execution ends keeps its live view, whose
 snapshot says it was still running.
+
+Every live view reaches the relay the same way, whatever started the work it shows: it is
+displayed with :func:`~kode_nb.ui.cell_display.display_in_cell`, which hands anything with a
+``final`` attribute to the relay the notebook session installed (:func:`install`). A ``%tool``
+call, a ``%%ask`` run, a call or run awaited in a cell, a framework run's calls, an approval
+prompt shown on its own and ``run_many``'s inbox are thus all sent final again from a later cell.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 from kode_nb.ui.cell_display import _msg_id
 
-__all__ = ["FinalRelay"]
+__all__ = ["FinalRelay", "install", "shown", "uninstall"]
 
 LIMIT = 1000
 """Views kept; past this, final views (delivered or not) are dropped first."""
@@ -43,7 +49,10 @@ class FinalRelay:
         self._limit = limit
 
     def remember(self, view: Any) -> None:
-        """Keep ``view`` until its final record is delivered (see :meth:`after_cell`)."""
+        """Keep ``view`` until its final record is delivered (see :meth:`after_cell`); a view
+        already kept is kept once."""
+        if any(v is view for v in reversed(self._views)):
+            return
         if len(self._views) >= self._limit:
             self._views = [v for v in self._views if not getattr(v, "final", True)]
             del self._views[: max(0, len(self._views) - self._limit + 1)]
@@ -86,6 +95,29 @@ class FinalRelay:
                 sent += 1
         self._views = keep
         return sent
+
+
+_installed: FinalRelay | None = None
+
+
+def install(relay: FinalRelay) -> None:
+    """Make ``relay`` the one views displayed in a cell are handed to (the last installed wins)."""
+    global _installed
+    _installed = relay
+
+
+def uninstall(relay: FinalRelay) -> None:
+    """Remove ``relay`` if it is the one installed."""
+    global _installed
+    if _installed is relay:
+        _installed = None
+
+
+def shown(view: Any) -> None:
+    """``view`` was displayed in a cell: the installed relay keeps it if it is a view (has
+    ``final``) that is not final yet."""
+    if _installed is not None and getattr(view, "final", True) is False:
+        _installed.remember(view)
 
 
 def _send(view: Any, handle: Any) -> None:

@@ -7,6 +7,15 @@ main thread, or a subshell thread on ipykernel 7.0-7.3 / JupyterLab 4.4+), so th
 hands the decision to the loop with ``call_soon_threadsafe``; every widget change happens on
 the loop thread. The first decision wins; the prompt then collapses to one line ("Approved", "Denied: reason",
 "Always allowed"), its buttons gone.
+
+A prompt goes into its call's view (a ``%tool`` call, a run's tool row, a call a framework run
+started, a call awaited in a cell: the session gives each of those a view,
+:class:`~kode_nb.ui.call_view.AskedCalls`), which ends as the call's record. Only a question
+with no call of kode_nb's behind it (another framework's own approval request,
+``kode_nb.interop``) is displayed on its own; it is then a view like the others: shown in the
+cell that asked, kept by the session's :class:`~kode_nb.ui._finals.FinalRelay`, and replaced in
+place by its record (:func:`~kode_nb.ui.records.approval_record`) once decided, so no saved
+notebook keeps its buttons (a widget) or a "waiting for a decision" that is over.
 """
 
 from __future__ import annotations
@@ -20,9 +29,11 @@ import ipywidgets as W  # type: ignore[import-untyped]
 
 from kode_nb.policy._approval import ApprovalDecision, ApprovalRequest, approve, deny
 from kode_nb.ui.html import BOX, approval_html, approval_text, esc
-from kode_nb.ui.records import LIVE_MIME, live_marker
+from kode_nb.ui.records import LIVE_MIME, approval_record, live_marker
 
 if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
     from kode_nb.ui.call_view import CallView
 
 __all__ = ["DECIDED_BY", "ApprovalPrompt", "WidgetApprover"]
@@ -52,6 +63,9 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         self.future: asyncio.Future[ApprovalDecision] = self.loop.create_future()
         self.decision: ApprovalDecision | None = None
+        self.display_handle: DisplayHandle | None = None
+        """Set when the prompt is displayed on its own (no call view around it)."""
+        self._note: str | None = None
         self.approve_button = W.Button(description="Approve", button_style="success", icon="check")
         self.deny_button = W.Button(description="Deny", button_style="danger", icon="times")
         self.always_button = W.Button(
@@ -101,6 +115,13 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
             widget.disabled = True
         self.status.value = label
         self.children = (self.status,)  # decided: one line, the buttons gone
+        if self.display_handle is not None:  # shown on its own: its record replaces it
+            self.display_handle.update(self)
+
+    @property
+    def final(self) -> bool:
+        """True once decided (or cancelled before a decision): it shows its last state."""
+        return self.future.done()
 
     async def wait(self) -> ApprovalDecision:
         """The decision: a click, or a denial when the timeout passes first."""
@@ -115,6 +136,7 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         except asyncio.CancelledError:
             if not self.future.done():
                 self.future.cancel()
+                self._note = "the call was cancelled before a decision"
                 self._close("<i>Cancelled before a decision.</i>")
             raise
 
@@ -130,6 +152,8 @@ class ApprovalPrompt(W.VBox):  # type: ignore[misc]
         return approval_text(self.request) + "\n" + _plain(self.decision)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        if self.final:  # decided: its record, no widget
+            return approval_record(self.request, self.decision, note=self._note).bundle()
         data: dict[str, Any] = super()._repr_mimebundle_(**kwargs) or {}
         data["text/html"] = f'<div style="{BOX}">{self.html()}</div>'
         data["text/plain"] = self.text()
@@ -158,7 +182,8 @@ class WidgetApprover:
     """An approver that asks with buttons in the notebook.
 
     The prompt goes into the call's live view when there is one (``find_view(call_id)``),
-    else it is displayed where the calling task's output goes (the cell that started it).
+    else it is displayed on its own where the calling task's output goes (the cell that asked)
+    and replaced by its record once decided.
     """
 
     def __init__(
@@ -185,9 +210,9 @@ class WidgetApprover:
         if view is not None:
             view.show_approval(prompt)
         else:
-            from IPython.display import display
+            from kode_nb.ui.cell_display import display_in_cell
 
-            display(prompt)
+            prompt.display_handle = display_in_cell(prompt)
         self.prompts[request.call_id] = prompt
         try:
             return await prompt.wait()

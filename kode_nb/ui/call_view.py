@@ -10,12 +10,20 @@ While the call runs, the view's mimebundle also carries ``text/html`` and ``text
 snapshots. Once final, :meth:`finish` replaces the displayed output in place
 (``update_display_data``) by the call's static record (:func:`kode_nb.ui.records.call_record`,
 no widget MIME type), so a notebook saved and reopened without a kernel shows the final state.
+
+Whoever starts a call makes its view (``%tool``, a run's tool rows, a framework run's calls);
+a call made straight on the session's executor (``await executor.call(...)`` in a cell, the
+form expanded cells write) has none until it asks a person: :class:`AskedCalls` then gives it
+one at its ``approval_requested`` event, before the approver puts the buttons in it, and ends
+it with the call's record at the call's end event. So every approval prompt of a call is in a
+call view, and every call view ends as a record, whichever way the call started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
@@ -37,7 +45,10 @@ if TYPE_CHECKING:
     from kode_nb.ui.approval import ApprovalPrompt
     from kode_nb.ui.stream import StreamView
 
-__all__ = ["CallView"]
+__all__ = ["END_EVENTS", "AskedCalls", "CallView"]
+
+END_EVENTS = ("completed", "failed", "timed_out", "cancelled")
+"""The executor events that end a call; each carries its ``result``."""
 
 TICK = 1.0
 """Seconds between elapsed-time refreshes while a call is pending."""
@@ -196,3 +207,49 @@ class CallView(W.VBox):  # type: ignore[misc]
         data["text/plain"] = self.text_summary()
         mark_live(data, "call")
         return data
+
+
+class AskedCalls:
+    """Views for the calls that ask a person and have no view of their own.
+
+    Fed every executor event of the session's bus (:meth:`on_event`, before the event is routed
+    to ``views``): at a viewless call's ``approval_requested`` it makes the call's view
+    (``make_view(event)``: a :class:`CallView`, or None where the front end has no widgets),
+    registers it in ``views`` under the call id (where the approver and the event routing find
+    it) and shows it in the cell the call runs in. :meth:`after_event` ends it at the call's end
+    event with the call's record, and forgets it.
+    """
+
+    def __init__(
+        self,
+        *,
+        views: MutableMapping[str, Any],
+        make_view: Callable[[Any], CallView | None],
+    ) -> None:
+        self.views = views
+        self.make_view = make_view
+        self.calls: set[str] = set()
+        """Call ids whose view this made and has not ended yet."""
+
+    def on_event(self, event: Any) -> None:
+        """Before ``event`` is routed: a view for a call that asks and has none."""
+        if event.type != "approval_requested" or event.call_id in self.views:
+            return
+        view = self.make_view(event)
+        if view is None:
+            return
+        self.views[event.call_id] = view
+        self.calls.add(event.call_id)
+        view.on_event(event)  # shown waiting for approval, its buttons coming
+        view.show()
+
+    def after_event(self, event: Any) -> None:
+        """After ``event`` was routed: at the end of a call whose view this made, the view
+        ends with the call's record (loop thread)."""
+        if event.type not in END_EVENTS or event.call_id not in self.calls:
+            return
+        self.calls.discard(event.call_id)
+        view = self.views.pop(event.call_id, None)
+        result = getattr(event, "result", None)
+        if view is not None and result is not None:
+            view.finish(result)

@@ -8,7 +8,9 @@ global parent: the last shell message it handled, such as a later cell or the cl
 Approve button. There the refresh would be filed under that message, not under the view's cell.
 
 :func:`display_in_cell` displays an object and returns a :class:`CellDisplayHandle`, which
-remembers the parent at display time and publishes its updates with that parent.
+remembers the parent at display time and publishes its updates with that parent. It is how
+every live view is shown, so it also hands a view that is not final yet to the session's
+final-record relay (:mod:`kode_nb.ui._finals`), whatever started the work it shows.
 """
 
 from __future__ import annotations
@@ -68,8 +70,15 @@ class CellDisplayHandle(DisplayHandle):
 
 
 def display_in_cell(obj: Any) -> CellDisplayHandle | None:
-    """``display(obj, display_id=True)``, its handle a :class:`CellDisplayHandle` (None outside IPython)."""
+    """``display(obj, display_id=True)``, its handle a :class:`CellDisplayHandle` (None outside
+    IPython); a live view (``final`` False) is kept by the session's relay until its final
+    record is delivered (:func:`kode_nb.ui._finals.shown`)."""
     from IPython.display import display
 
+    from kode_nb.ui._finals import shown
+
     handle = display(obj, display_id=True)
-    return None if handle is None else CellDisplayHandle(handle.display_id)
+    if handle is None:
+        return None
+    shown(obj)
+    return CellDisplayHandle(handle.display_id)

@@ -19,6 +19,8 @@ from kode_nb._format import format_cost, format_duration, format_run_tokens, for
 
 __all__ = [
     "MAX_SPANS",
+    "approval_html",
+    "approval_text",
     "count_of",
     "call_html",
     "call_text",
@@ -60,6 +62,7 @@ _DECISIONS = {
     "always_allowed": "✔ Always allowed",
     "auto": "✔ Approved automatically",
     "denied": "✘ Denied",
+    "cancelled": "■ Cancelled before a decision",
 }
 
 
@@ -193,6 +196,26 @@ def call_text(data: Mapping[str, Any]) -> str:
     if text:
         lines.append(_clip(text, 2_000))
     return "\n".join(lines)
+
+
+def approval_html(data: Mapping[str, Any]) -> str:
+    """A decided question (``kode_nb.approval/v1``): the tool, why it asked, the decision and
+    the arguments it was about."""
+    asked = f" · {_esc(data['asked'])}" if data.get("asked") else ""
+    head = (
+        f"approval of <b>{_esc(data['tool'])}</b> <code>{_esc(data.get('kind') or 'other')}</code>"
+    )
+    decided = approval_line(data.get("approval")) or "no decision"
+    return (
+        f'<div class="kode-record kode-approval-record"><div>{head}{asked}</div>'
+        f'<div class="kode-approval">{_esc(decided)}</div>'
+        f"{_arguments_html(data.get('arguments'))}</div>"
+    )
+
+
+def approval_text(data: Mapping[str, Any]) -> str:
+    decided = approval_line(data.get("approval")) or "no decision"
+    return f"approval of {data['tool']} [{data.get('kind') or 'other'}]: {decided}"
 
 
 # --------------------------------------------------------------------------- runs

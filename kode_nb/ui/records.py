@@ -11,7 +11,7 @@ A live view (widgets) is replaced in place (``update_display_data`` on its displ
 * ``text/plain``: a short summary.
 
 The builders here turn a finished call, run, trace, tool or listing into a record:
-:func:`call_record`, :func:`run_record`, :func:`trace_record`, :func:`card_record`,
+:func:`call_record`, :func:`approval_record`, :func:`run_record`, :func:`trace_record`, :func:`card_record`,
 :func:`table_record`, :func:`divergence_record`. No widget imports: the records are saved in notebooks, reopened with no
 kernel, and read by nbconvert.
 """
@@ -40,6 +40,7 @@ __all__ = [
     "WIDGET_MIME",
     "Record",
     "approval_of",
+    "approval_record",
     "call_record",
     "call_status",
     "card_record",
@@ -107,7 +108,7 @@ class Record:
 
     def __init__(self, kind: str, data: dict[str, Any], html: str, text: str) -> None:
         self.kind = kind
-        """``trace``, ``run``, ``call``, ``card``, ``table`` or ``divergence``."""
+        """``trace``, ``run``, ``call``, ``approval``, ``card``, ``table`` or ``divergence``."""
         self.data = data
         """The JSON object (its ``schema`` key names the kind and version)."""
         self.html = html
@@ -233,6 +234,26 @@ def finished_call_record(view: Any) -> Record:
         stream=view.text,
         updates=view.updates,
     )
+
+
+def approval_record(request: Any, decision: Any, *, note: str | None = None) -> Record:
+    """The record of a question put to a person with no call view around it (another
+    framework's own approval request, :func:`kode_nb.interop.ask`): what was asked and the
+    decision (``decision`` None: none was made; ``note`` says why, e.g. cancelled)."""
+    approval = approval_of(decision) if decision is not None else None
+    if approval is None:
+        approval = {"decision": "cancelled", "reason": note}
+    data: dict[str, Any] = {
+        "schema": "kode_nb.approval/v1",
+        "tool": request.tool,
+        "call_id": request.call_id,
+        "kind": request.kind or "other",
+        "arguments": _jsonable(dict(request.arguments)),
+        "asked": request.reason or None,
+        "approval": approval,
+    }
+    data = redact(data)
+    return Record("approval", data, RH.approval_html(data), RH.approval_text(data))
 
 
 # --------------------------------------------------------------------------- runs

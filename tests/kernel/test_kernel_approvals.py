@@ -200,5 +200,16 @@ def test_a_call_made_from_code_gets_a_prompt_in_the_cell_that_started_it(kernel:
     kernel.click(kernel.button("Approve", start))
     prompt = kernel.wait_for(lambda m: m["msg_type"] == "display_data" and m in kernel.log[start:])
     assert prompt["parent_header"]["msg_id"] == run.msg_id
-    assert prompt["content"]["data"]["text/plain"].startswith("Approve write_note [edit]")
+    # the prompt is in the call's view, which ends as the call's record
+    assert prompt["content"]["data"]["text/plain"].startswith("write_note: waiting for approval")
+    assert prompt["content"]["data"]["application/vnd.kode-nb.live+json"]["kind"] == "call"
     assert kernel.ok("r = await t\nprint(r.text)").stdout.strip() == "wrote code.txt"
+    shown = prompt["content"]["transient"]["display_id"]
+    final = kernel.wait_for(
+        lambda m: (
+            m["msg_type"] == "update_display_data"
+            and m["content"]["transient"]["display_id"] == shown
+            and "application/vnd.kode-nb.call+json" in m["content"]["data"]
+        )
+    )
+    assert final["content"]["data"]["application/vnd.kode-nb.call+json"]["status"] == "ok"

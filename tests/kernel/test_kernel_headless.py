@@ -28,6 +28,7 @@ nbformat = pytest.importorskip("nbformat", reason="nbformat is in the dev extra"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 CALL = "application/vnd.kode-nb.call+json"
 RUN = "application/vnd.kode-nb.run+json"
+TABLE = "application/vnd.kode-nb.table+json"
 LIVE = "application/vnd.kode-nb.live+json"
 
 CELLS = [
@@ -95,6 +96,14 @@ def make():
     "    if isinstance(m, ToolResultMessage):\n"
     "        print('RESULT', m.content[0].text)\n"
     "print(res.status, '|', RAN, '|', res.output)",
+    # a call awaited in its cell on the session's executor (the form expanded cells write):
+    # its approval is denied after the timeout; the cell saves the call's record
+    "executor = kode_nb.Executor()\n"
+    "r3 = await executor.call('write_note', {'path': 'e.txt', 'text': 'x'})\n"
+    "print(r3.status, '|', RAN)",
+    # a batch nobody awaits: its inbox view is saved final from a later cell
+    "b2 = kode_nb.run_many('write_note', [{'path': 'm2.txt', 'text': 'x'}], cache=False)",
+    "while not b2.done():\n    await asyncio.sleep(0.05)\nprint(b2.results[0].status)",
 ]
 
 
@@ -294,3 +303,34 @@ def test_the_same_call_asked_again_under_a_runner_is_denied_at_once(executed: An
     assert "nobody approved this call within 2 s" in results[0]
     assert "Denied at once: this same call to write_note" in results[1]
     assert printed.strip().endswith("completed | ['b.txt'] | Could not write it."), printed
+
+
+def test_a_call_awaited_in_its_cell_is_saved_as_its_record(executed: Any) -> None:
+    """``await executor.call(...)`` of a tool that asks: its approval prompt is in the call's
+    view, which the cell saves as the call's record (denied after the runner limit), never as
+    the buttons' widget or a "waiting for a decision" snapshot."""
+    cell = executed["cells"][22]
+    printed = "".join(_text(o.get("text", "")) for o in cell["outputs"])
+    assert printed.strip() == "denied | ['b.txt']", printed
+    (data,) = _data(executed, 22)
+    assert WIDGET not in data
+    assert LIVE not in data
+    record = data[CALL]
+    assert (record["tool"], record["status"]) == ("write_note", "denied")
+    assert record["approval"]["decision"] == "denied"
+    assert "nobody approved this call within 2 s" in record["approval"]["reason"]
+    shown = _text(data["text/plain"]) + _text(data["text/html"])
+    assert "waiting" not in shown
+    assert "Not finished" not in shown
+
+
+def test_a_batch_nobody_awaits_is_saved_final(executed: Any) -> None:
+    """A batch whose cell returned at once ends while a later cell runs: its inbox view is
+    sent final again from that cell and saved as the batch's record."""
+    (data,) = _data(executed, 23)
+    assert WIDGET not in data
+    assert LIVE not in data
+    assert TABLE in data
+    assert "Not finished" not in _text(data["text/plain"])
+    out = executed["cells"][24]["outputs"]
+    assert "".join(_text(o.get("text", "")) for o in out).strip() == "denied"
