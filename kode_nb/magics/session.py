@@ -117,6 +117,16 @@ class NotebookApprover:
 
         return None if front_end_takes_input(self.session.shell) else RUNNER_REASON
 
+    def waiting_prompt(self, run_id: str) -> Any:
+        """The first prompt asked with ``run_id`` (outside any call view) still waiting."""
+        widgets = self._widgets
+        if widgets is None:
+            return None
+        for prompt in list(widgets.prompts.values()):
+            if prompt.request.run_id == run_id and not prompt.future.done():
+                return prompt
+        return None
+
     def unanswered(self) -> tuple[float | None, str | None]:
         """``(seconds, reason)`` for an approval asked elsewhere than a view (a batch's inbox):
         under a notebook runner, the runner limit and its reason; else ``(None, None)`` (it
@@ -168,6 +178,18 @@ def _call_key(request: ApprovalRequest) -> str | None:
     return f"{request.run_id}\0{request.tool}\0{arguments}"
 
 
+def _kernel_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop of the kernel's main thread (running or about to run)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    try:
+        return asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        return None
+
+
 def _is_terminal(shell: Any) -> bool:
     return type(shell).__name__ == "TerminalInteractiveShell"
 
@@ -214,6 +236,7 @@ class KodeSession:
         self._private_loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = threading.get_ident()
         self._sigint_previous: Any = None
+        self._wakeup: Any = None
         self._kernel_previous: Any = None
         self._mcp: NotebookMcp | None = None
         self._install_interrupt()
@@ -400,7 +423,7 @@ class KodeSession:
             prompt = getattr(self.views.get(call_id), "prompt", None)
             if prompt is not None and not prompt.future.done():
                 return prompt
-        return None
+        return self.approver.waiting_prompt(run_id)
 
     def show_run(self, run: Any) -> None:
         """Display a framework run: its status now, its run record (trace viewer) once done;
@@ -517,6 +540,12 @@ class KodeSession:
             return
         # Between messages ipykernel restores `kernel.saved_sigint_handler` (SIG_IGN): the
         # handler that is active while the kernel is idle, i.e. while background calls run.
+        loop = _kernel_loop()
+        if loop is not None:  # an interrupt acts at once, even while the loop sleeps
+            from kode_nb.magics._wakeup import LoopWakeup
+
+            self._wakeup = LoopWakeup(loop)
+            self._wakeup.install()
         if hasattr(kernel, "saved_sigint_handler"):
             self._kernel_previous = self._sigint_previous = kernel.saved_sigint_handler
             kernel.saved_sigint_handler = self._on_sigint
@@ -528,6 +557,9 @@ class KodeSession:
     def _restore_interrupt(self) -> None:
         kernel = getattr(self.shell, "kernel", None)
         if kernel is not None and getattr(kernel, "saved_sigint_handler", None) == self._on_sigint:
+        if self._wakeup is not None:
+            self._wakeup.uninstall()
+            self._wakeup = None
             kernel.saved_sigint_handler = self._kernel_previous
         if (
             threading.current_thread() is threading.main_thread()

@@ -9,6 +9,7 @@ import { CommandOutcome, requestCommand } from './bridge';
 import { append, download, h } from './dom';
 import { kindLabel, makeRow, RowEls, rowMeta, rowTokens, select, summaryTokens } from './rows';
 import { renderDetails } from './details';
+import { isNotebookShortcut } from './keys';
 import {
   applyFilter,
   facets,
@@ -134,7 +135,9 @@ export class TraceViewer {
         e.preventDefault();
         this.list.focus();
       }
-      e.stopPropagation();
+      if (!isNotebookShortcut(e)) {
+        e.stopPropagation();
+      }
     });
     this.list.addEventListener('scroll', () => this.schedule());
     if (typeof ResizeObserver !== 'undefined') {
@@ -151,8 +154,11 @@ export class TraceViewer {
       }
       // The viewer owns its keys: JupyterLab and Notebook 7 read their shortcuts (D D deletes
       // the cell, A/B insert one...) from keydown events bubbling up to the document, and the
-      // notebook is in command mode while a span row has the focus.
-      e.stopPropagation();
+      // notebook is in command mode while a span row has the focus. The notebook's accelerator
+      // shortcuts (Ctrl+S saves) go on up to it (src/keys.ts).
+      if (!isNotebookShortcut(e)) {
+        e.stopPropagation();
+      }
     });
   }
 

@@ -83,6 +83,52 @@ test('keys move the selection and collapse; a click on a row selects it', async 
   v.dispose();
 });
 
+test('the notebook gets its accelerator shortcuts (Ctrl+S, Cmd+S); the viewer keeps its keys', async () => {
+  const v = mount(SAMPLE);
+  const reached: string[] = [];
+  const listener = (e: Event) => {
+    const k = e as KeyboardEvent;
+    reached.push(
+      `${k.ctrlKey ? 'Ctrl+' : ''}${k.metaKey ? 'Cmd+' : ''}${k.shiftKey ? 'Shift+' : ''}${k.key}`
+    );
+  };
+  document.body.addEventListener('keydown', listener); // where JupyterLab reads its shortcuts
+  const press = (target: EventTarget, name: string, mods: Record<string, boolean> = {}) =>
+    target.dispatchEvent(
+      new KeyboardEvent('keydown', { key: name, bubbles: true, cancelable: true, ...mods })
+    );
+  const search = v.node.querySelector('.kode-nb-trace-search') as HTMLInputElement;
+  const details = v.node.querySelector('.kode-nb-trace-details') as HTMLElement;
+  for (const target of [list(v), search, details]) {
+    press(target, 's', { ctrlKey: true });
+    press(target, 's', { metaKey: true });
+    press(target, 'C', { ctrlKey: true, shiftKey: true }); // the command palette
+  }
+  press(list(v), 'ArrowDown', { ctrlKey: true }); // the viewer's own keys stay its own
+  press(list(v), 'Enter', { ctrlKey: true });
+  press(list(v), 'd'); // a bare key: never a command-mode shortcut (D D deletes the cell)
+  press(list(v), 'a');
+  press(details, 'c', { ctrlKey: true }); // the browser copies the selected text
+  press(search, 'a', { metaKey: true }); // ...and selects the search box's text
+  press(search, 'z', { ctrlKey: true, shiftKey: true });
+  press(search, 'Backspace', { ctrlKey: true });
+  await settle();
+  document.body.removeEventListener('keydown', listener);
+  assert.deepEqual(reached, [
+    'Ctrl+s',
+    'Cmd+s',
+    'Ctrl+Shift+C',
+    'Ctrl+s',
+    'Cmd+s',
+    'Ctrl+Shift+C',
+    'Ctrl+s',
+    'Cmd+s',
+    'Ctrl+Shift+C'
+  ]);
+  assert.equal(selected(v), v.flat.spans[1].span.name); // Ctrl+ArrowDown moved the selection
+  v.dispose();
+});
+
 test('search narrows the rows and says how many match; Escape clears it', async () => {
   const v = mount(wide(50));
   const search = v.node.querySelector('.kode-nb-trace-search') as HTMLInputElement;
