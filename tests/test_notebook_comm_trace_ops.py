@@ -5,6 +5,7 @@ trace remembered by id, the fork cell's source, and a specific ``ok: false`` rep
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
@@ -15,7 +16,7 @@ from kode_nb import ToolRegistry, define_tool
 from kode_nb.agents import Agent, AgentDefinition, register_subagent
 from kode_nb.models import ScriptedModel
 from kode_nb.models.scripted import Turn, call
-from kode_nb.traces import known_trace
+from kode_nb.traces import Trace, known_trace
 from kode_nb.ui.notebook_comm import NotebookChannel
 from tests.test_notebook_comm import RecordingComm
 
@@ -97,17 +98,29 @@ async def test_fork_answers_the_cell_source(comm: RecordingComm, trace: dict[str
     reply = ask(comm, {"op": "fork", "trace": trace, "span_id": turn["span_id"]})
     assert reply["ok"] is True, reply
     tid = trace["trace_id"]
-    assert reply["result"] == {
-        "trace_id": tid, "span_id": turn["span_id"],
-        "source": f"# Fork of run main (trace {tid[:8]}) at {turn['name']}: change what should "
-        f'differ, then run.\nimport kode_nb\n\nforked = await kode_nb.fork("{tid}", '
-        f'at="{turn["span_id"]}", edit=None)\nforked',
-    }  # fmt: skip
+    result = reply["result"]
+    assert (result["trace_id"], result["span_id"], result["notes"]) == (tid, turn["span_id"], [])
+    source = result["source"]
+    assert source.startswith(f"# Fork of run main (trace {tid[:8]}) at {turn['name']}: change ")
+    code = [line for line in source.splitlines() if not line.startswith("#")]
+    assert code[:4] == [
+        "import kode_nb", "from kode_nb.models import ScriptedModel",
+        "from kode_nb.models.scripted import call", "",
+    ]  # fmt: skip
+    saved = ast.literal_eval(code[4].removeprefix("TRACE = "))
+    assert saved["format"] == "kode_nb.compact/1"  # the trace itself, as a notebook saves it
+    assert Trace.from_dict(saved).to_dict() == Trace.from_dict(trace).to_dict()
+    assert code[5:] == [
+        "forked = await kode_nb.fork(", "    TRACE,", f'    at="{turn["span_id"]}",',
+        "    edit=None,", "    model=ScriptedModel([", '        call("add", a=2, b=2),',
+        '        "Two, then four.",', "    ]),", ")", "forked",
+    ]  # fmt: skip
     assert known_trace(tid) is not None
     tool_call = turn["children"][-1]
     assert tool_call["kind"] == "tool_call"
     reply = ask(comm, {"op": "fork", "trace": trace, "span_id": tool_call["span_id"]})
     assert f'at="{tool_call["span_id"]}"' in reply["result"]["source"]
+    assert '"Two, then four.",\n    ]),' in reply["result"]["source"]  # the answer after it
 
 
 async def test_a_fork_cell_keeps_recorded_names_in_its_comment(
@@ -123,10 +136,9 @@ async def test_a_fork_cell_keeps_recorded_names_in_its_comment(
     reply = ask(comm, {"op": "fork", "trace": trace, "span_id": turn["span_id"]})
     lines = reply["result"]["source"].splitlines()
     assert lines[0].startswith("# Fork of run a b c (trace ")
-    assert [line for line in lines if not line.startswith("#")] == [
-        "import kode_nb", "", lines[3], "forked",
-    ]  # fmt: skip
-    assert lines[3].startswith("forked = await kode_nb.fork(")
+    code = [line for line in lines if not line.startswith("#")]
+    assert "import os" not in "\n".join(code[:4] + code[5:])
+    ast.parse(reply["result"]["source"].replace("await ", ""))  # one valid cell of code
 
 
 async def test_bad_requests_get_a_specific_refusal(

@@ -1,13 +1,12 @@
 """The trace viewer's requests over the ``kode_nb.notebook`` comm (ops ``expand`` and ``fork``,
 kode_nb/ui/notebook_comm.py; protocol in docs/RECORDS.md): "Expand into cells" gets the cells
 that reproduce a run (:func:`kode_nb.expand_trace`), "Fork from here" the source of a cell that
-forks it (:func:`kode_nb.fork`). Both remember the trace they were handed, so the cells can name
-it by id.
+forks it (:func:`kode_nb.fork`). Both remember the trace they were handed by its id; the cells
+hold the trace itself (as the notebook saved it), so they also run after a restart.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,12 +95,20 @@ def expand_request(data: Mapping[str, Any], registered: set[str]) -> dict[str, A
 
 
 def fork_request(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``fork`` op: remember the trace and return the source of a cell that forks the run at
-    span ``span_id`` (a turn, model call or tool call): ``{"trace_id", "span_id", "source"}``."""
+    """The ``fork`` op: the source of a cell that forks the run at span ``span_id`` (a turn, model
+    call or tool call): ``{"trace_id", "span_id", "source", "notes"}``. The cell holds the trace as
+    the notebook saved it and names its model (kode_nb/debug/_fork_cell.py), so it runs as written
+    after a restart too; the trace is also remembered by id."""
+    from kode_nb.debug._fork_cell import fork_cell
     from kode_nb.traces import remember_trace
+    from kode_nb.traces._known import known_model
 
-    trace = remember_trace(_trace_json(data))
+    saved = data.get("trace")
+    checked = _trace_json(data)
     span_id = data.get("span_id")
+    if not isinstance(span_id, str) or not span_id:
+        raise ConfigurationError(f"the request names no span to fork at (span_id), got {span_id!r}")
+    trace = remember_trace(checked)
     span = next((s for s in trace.spans() if s.span_id == span_id), None)
     if span is None:
         raise ConfigurationError(f"the trace has no span {span_id!r} to fork at")
@@ -109,16 +116,36 @@ def fork_request(data: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigurationError(
             f"a run forks at a turn, model call or tool call; {span.name!r} is a {span.kind} span"
         )
-    agent = trace.root.attributes.get("agent") or trace.root.name
-    about = " ".join(
-        f"Fork of run {agent} (trace {trace.trace_id[:8]}) at {span.name}".splitlines()
+    model = known_model(trace.trace_id)
+    cell = fork_cell(
+        saved if isinstance(saved, Mapping) else checked,
+        span_id,
+        known_model=model,
+        model_variable=_variable_holding(model),
     )
-    source = (
-        f"# {about}: change what should "
-        "differ, then run.\n"
-        "import kode_nb\n\n"
-        f"forked = await kode_nb.fork({json.dumps(trace.trace_id)}, at={json.dumps(span.span_id)}, "
-        "edit=None)\n"
-        "forked"
-    )
-    return {"trace_id": trace.trace_id, "span_id": span.span_id, "source": source}
+    return {
+        "trace_id": cell.trace_id,
+        "span_id": cell.span_id,
+        "source": cell.source,
+        "notes": cell.notes,
+    }
+
+
+def _variable_holding(value: Any) -> str | None:
+    """The name of a notebook variable bound to ``value`` (the first defined), if any."""
+    if value is None:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    names = getattr(shell, "user_ns", None) or {}
+    hidden = getattr(shell, "user_ns_hidden", None) or {}
+    for name, bound in list(names.items()):
+        if (
+            bound is value
+            and name.isidentifier()
+            and not name.startswith("_")
+            and name not in hidden
+        ):
+            return str(name)
+    return None

@@ -2,8 +2,8 @@
  * The trace commands: `kode-nb:expand-trace` (a recorded run as cells below its trace) and
  * `kode-nb:fork-trace` (a cell that forks the run at a span). The front end hands the trace
  * record's JSON to the kernel over the kode_nb.notebook comm (ops `expand` and `fork`,
- * docs/RECORDS.md); the kernel remembers it by id and answers the cells (or the fork cell's
- * source), which go directly below the cell whose output shows the trace.
+ * docs/RECORDS.md); the kernel answers the cells (or the fork cell's source, which holds the
+ * trace as saved), which go directly below the cell whose output shows the trace.
  */
 
 import { JupyterFrontEnd } from '@jupyterlab/application';
@@ -126,15 +126,24 @@ async function fork(
   }
   const { panel, index, trace } = locate(tracker, args);
   const answer = await ask(connectionOf(panel), 'fork', { trace, span_id: spanId });
+  const source = str(answer['source']);
+  if (!source) {
+    throw new Refusal('The kernel answered no fork cell for this span.');
+  }
+  const notes = Array.isArray(answer['notes']) ? answer['notes'].map(String) : [];
+  const role = { trace_id: str(answer['trace_id']), span_id: str(answer['span_id']), role: 'fork' };
   insertCells(
     panel.content,
-    [{ cell_type: 'code', source: String(answer['source'] ?? '') }],
+    [{ cell_type: 'code', source, metadata: { kode_nb: role } }],
     index + 1
   );
   panel.content.activeCellIndex = index + 1;
   return {
     ok: true,
-    message: 'Inserted a fork cell below the trace: change what should differ, then run it.'
+    message:
+      'Inserted a fork cell below the trace (it holds the run as saved and names its model, so ' +
+      'it also runs after a restart): change what should differ, then run it.',
+    notes
   };
 }
 

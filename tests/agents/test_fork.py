@@ -4,7 +4,6 @@ system prompt or model; the steps before the fork point are replayed with no mod
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,19 +21,6 @@ pytestmark = pytest.mark.anyio
 
 class Question(BaseModel):
     objective: str
-
-
-@pytest.fixture
-def adds(registry: ToolRegistry) -> Iterator[list[tuple[int, int]]]:
-    seen: list[tuple[int, int]] = []
-
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        seen.append((a, b))
-        return a + b
-
-    define_tool(add, inline=True)
-    return seen
 
 
 async def original(model: Adder, prompt: str = "2 3 4") -> Any:

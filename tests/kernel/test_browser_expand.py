@@ -2,7 +2,8 @@
 Chromium): a notebook runs an agent with a nested subagent (ScriptedModel: no network) and shows
 its trace; the button puts the run's cells directly below, its run and turn headings collapsed in
 the page and in the saved file; the new cells, run, replay the run offline to the same answer.
-"Fork from here" on a turn inserts the fork cell below the trace. Where the kernel has no kode_nb
+"Fork from here" on a turn inserts the fork cell below the trace, which runs as written; Ctrl+S with
+the focus in the viewer saves the notebook. Where the kernel has no kode_nb
 (or there is no kernel) the button and the ``kode-nb:expand-trace`` command say so.
 
 Needs the Debian ``chromium`` package and Python ``playwright`` (never ``playwright install``), and
@@ -159,22 +160,46 @@ def test_expand_into_cells_and_fork_from_here(lab: tuple[str, Path]) -> None:
         assert [re.split(r"\d (?:µs|ms|s)", s)[-1] for s in shown] == ["42", "43"]
         page.screenshot(path=str(ARTIFACTS / "expand_replayed.png"), full_page=True)
 
-        # Fork from here: on the first turn of the run
-        viewer.locator(".kode-nb-span", has_text="turn 1").first.click()
+        # Fork from here: on the run's second turn (after the helper's own turns)
+        viewer.locator(".kode-nb-span", has_text="turn 2").last.click()
         viewer.get_by_role("button", name="Fork from here").click()
         status.get_by_text("Inserted a fork cell").wait_for(timeout=20_000)
         fork = cells(page)[2]
+        assert fork["role"] == "fork"
         trace_id = page.evaluate(
             f"""() => {NB}.widgets[1].model.toJSON().outputs
                  .map(o => o.data && o.data['application/vnd.kode-nb.trace+json'])
                  .find(Boolean).trace_id"""
         )
         lines = fork["source"].splitlines()
-        assert lines[0] == (f"# Fork of run main (trace {trace_id[:8]}) at turn 1: change what "
+        assert lines[0] == (f"# Fork of run main (trace {trace_id[:8]}) at turn 2: change what "
                             "should differ, then run.")  # fmt: skip
-        assert lines[-2].startswith(f'forked = await kode_nb.fork("{trace_id}", at="')
-        assert lines[-2].endswith('", edit=None)')
-        assert lines[-1] == "forked"
+        assert any(line.startswith('TRACE = {"schema": "kode_nb.trace/') for line in lines)
+        assert trace_id not in "\n".join(line for line in lines if not line.startswith("TRACE"))
+        assert lines[-10:] == [
+            "forked = await kode_nb.fork(", "    TRACE,", lines[-8], "    edit=None,",
+            "    model=ScriptedModel([", '        call("add", a=42, b=1),',
+            '        "The helper said forty-two; plus one is 43.",', "    ]),", ")", "forked",
+        ]  # fmt: skip
+        assert lines[-8].startswith('    at="')
+
+        # Ctrl+S with the focus on a span row of the viewer saves the notebook
+        assert page.evaluate(f"() => {NB}.model.dirty")
+        viewer.locator(".kode-nb-span", has_text="turn 1").first.click()
+        focused = "document.activeElement && document.activeElement.closest('.kode-nb-trace')"
+        assert page.evaluate(f"() => !!({focused})")
+        page.keyboard.press("Control+s")
+        page.wait_for_function(f"() => !{NB}.model.dirty", timeout=10_000)
+        saved = api(base, "/api/contents/expand.ipynb")["content"]["cells"]
+        assert saved[2]["source"] == fork["source"]
+        assert saved[2]["metadata"]["kode_nb"]["role"] == "fork"
+
+        # the inserted cell runs as written: the ScriptedModel answers as the run did
+        run_cell(page, 2)
+        shown = wait_output(page, 2, "plus one is 43", timeout=60)
+        assert "Error" not in shown, shown
+        outputs = cells(page)[2]["outputs"]
+        assert not [o for o in outputs if o["output_type"] == "error"], outputs
         page.screenshot(path=str(ARTIFACTS / "expand_fork.png"), full_page=True)
 
         # %expand_trace (the kernel's insert_cells request; run by run-all-below above): its

@@ -1,7 +1,8 @@
-"""Fork in a real kernel: after a ``%%ask`` run, the cell the trace viewer inserts —
-``forked = await kode_nb.fork("<trace_id>", at="<span_id>", edit=None)`` — runs as it is
-(``kode_nb`` named by ``%load_ext``), asks the live model only from the fork point on, and an
-edited tool result changes the answer; ``kode_nb.diverge`` shows both side by side."""
+"""Fork in a real kernel by trace id: after a ``%%ask`` run,
+``forked = await kode_nb.fork("<trace_id>", at="<span_id>", edit=None)`` runs as it is
+(``kode_nb`` named by ``%load_ext``, the model the run's own), asks the live model only from the
+fork point on, and an edited tool result changes the answer; ``kode_nb.diverge`` shows both side
+by side. The cell the trace viewer inserts holds the trace itself: test_kernel_fork_restart.py."""
 
 from __future__ import annotations
 
