@@ -33,6 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "_format": set(),  # durations, tokens, costs, shortening: stdlib only
     "_live": set(),
     "_version": set(),
+    "_lifecycle": {"policy"},  # one lifecycle for every handle; decisions are policy's
     "types": {"errors", "_paths"},
     "tools": {"types", "errors", "_finite"},
     "policy": {"tools", "types", "errors", "_paths"},
@@ -92,6 +93,7 @@ ALLOWED: dict[str, set[str]] = {
         "events",
         "types",
         "errors",
+        "_lifecycle",
         "_redact",
     },
     "many": {
@@ -104,6 +106,7 @@ ALLOWED: dict[str, set[str]] = {
         "tools",
         "types",
         "errors",
+        "_lifecycle",
         "_live",
         "_redact",  # results are redacted before they are cached or shown
     },

@@ -27,7 +27,7 @@ LangChain/LangGraph.
 Nothing of a framework is imported until its function is called. The notebook layer registers
 itself as the host of the calls (:mod:`kode_nb.interop._host`); nothing here imports Jupyter.
 May import: ``agents``, ``traces``, ``execution``, ``models``, ``policy``, ``tools``, ``events``,
-``types``, ``errors``, ``_redact``.
+``types``, ``errors``, ``_lifecycle``, ``_redact``.
 """
 
 from __future__ import annotations

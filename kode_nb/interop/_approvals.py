@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kode_nb.interop._bridge import CURRENT_RUN
+from kode_nb.interop._bridge import APPROVER, CURRENT_RUN, relay
 
 if TYPE_CHECKING:
     from kode_nb.execution._executor import Executor
@@ -52,7 +52,8 @@ async def ask(
     if found is not None and ex is not None:
         policy: Any = ex.policy
         if found.key in getattr(policy, "always_allowed", ()):
-            return approve(by="always allowed")
+            allowed = approve(by="always allowed")
+            return relay(call_id, allowed) if call_id else allowed
     request = ApprovalRequest(
         tool=tool,
         kind=found.kind.value if found is not None else "other",
@@ -63,7 +64,8 @@ async def ask(
         description=found.description if found is not None else "",
         reason=f"{framework} asks for approval" if framework else "approval requested",
     )
-    approver = ex.approver if ex is not None else None
+    # a batch's inbox (run_many's rows) answers its rows' approvals; else the executor's
+    approver = APPROVER.get() or (ex.approver if ex is not None else None)
     if approver is None:
         return deny(
             f"No one can approve {tool!r} here: kode_nb has no approver (load kode_nb in a "
@@ -75,4 +77,4 @@ async def ask(
         always = getattr(ex.policy, "always_allow", None)
         if callable(always):
             always(found.name)
-    return decision
+    return relay(request.call_id, decision)

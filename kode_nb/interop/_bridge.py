@@ -24,10 +24,19 @@ from kode_nb.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from kode_nb.execution._executor import Executor
+    from kode_nb.policy._approval import ApprovalDecision
     from kode_nb.tools._model import Tool
     from kode_nb.types import ToolResult
 
-__all__ = ["APPROVER", "CURRENT_RUN", "KodeTools", "Outcome", "outcome"]
+__all__ = [
+    "APPROVER",
+    "CURRENT_RUN",
+    "KodeTools",
+    "Outcome",
+    "outcome",
+    "relay",
+    "relayed_decision",
+]
 
 CURRENT_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "kode_nb_interop_run", default=None
@@ -40,6 +49,35 @@ APPROVER: contextvars.ContextVar[Any] = contextvars.ContextVar(
 )
 """An approver for the kode_nb tool calls of the current context (``run_many``'s inbox for a
 framework agent's rows); ``None``: the executor's."""
+
+_RELAYED: dict[str, ApprovalDecision] = {}
+"""Approvals kode_nb's approver gave a framework's approval request (pydantic-ai's deferred
+tools, the Agents SDK's ``needs_approval``: :func:`kode_nb.interop._approvals.ask`), by the
+framework's call id, until the call runs: its record then names who decided (``notebook``, a
+rule), not only the framework that relayed the answer."""
+
+_RELAYED_MAX = 4096
+"""Approvals kept for calls that never ran (a run that stopped after asking) before the oldest
+are dropped."""
+
+
+def relay(call_id: str, decision: ApprovalDecision) -> ApprovalDecision:
+    """Keep an approval for ``call_id`` until the call runs (a denial drops any kept one)."""
+    if decision.approved:
+        while len(_RELAYED) >= _RELAYED_MAX:
+            _RELAYED.pop(next(iter(_RELAYED)))
+        _RELAYED[call_id] = decision
+    else:
+        _RELAYED.pop(call_id, None)
+    return decision
+
+
+def relayed_decision(call_id: str | None) -> ApprovalDecision | None:
+    """The approval kept for ``call_id``, taken: a decision serves one call, once."""
+    if call_id is None:
+        return None
+    return _RELAYED.pop(call_id, None)
+
 
 OutcomeKind = Literal["ok", "retry", "error"]
 
@@ -149,7 +187,10 @@ class KodeTools:
         cid = call_id or f"{self._prefix}{next(self._ids)}"
         run_id = CURRENT_RUN.get()
         host = current_host() if self._executor is None else None
-        approver = _Preapproved(approved_by) if approved_by else APPROVER.get()
+        approver = APPROVER.get()
+        if approved_by:  # the framework approved it: by kode_nb's prompt (ask) or its own way
+            relayed = relayed_decision(cid)
+            approver = _Preapproved(relayed.decided_by if relayed is not None else approved_by)
         from kode_nb.interop._capture import ACTIVE
 
         cap = ACTIVE.get()

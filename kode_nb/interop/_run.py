@@ -19,6 +19,7 @@ import types
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from kode_nb._lifecycle import HandleBase
 from kode_nb.errors import ConfigurationError
 from kode_nb.interop._bridge import APPROVER, CURRENT_RUN
 from kode_nb.interop._capture import Capture
@@ -27,8 +28,14 @@ from kode_nb.traces import Trace
 __all__ = ["FrameworkRun", "framework_of", "row_runner", "start"]
 
 
-class FrameworkRun:
-    """A framework's run started with :func:`start`: await it, approve in it, cancel it."""
+class FrameworkRun(HandleBase):
+    """A framework's run started with :func:`start`: await it, approve in it, cancel it.
+
+    It follows kode_nb's one lifecycle (:mod:`kode_nb._lifecycle`): ``status``, ``phase``,
+    ``await run``, ``approval()``, ``approve()``, ``deny()``, ``cancel()``. Its approvals are
+    every prompt that waits for one of its calls: a kode_nb tool's call, and the framework's
+    own approval requests (pydantic-ai's deferred tools, the Agents SDK's ``needs_approval``)
+    put to kode_nb's approver inside the run."""
 
     def __init__(self, name: str, run_id: str, capture: Capture | None) -> None:
         self.name = name
@@ -56,13 +63,14 @@ class FrameworkRun:
         """``running``, ``waiting for approval``, ``completed``, ``cancelled`` or ``error``."""
         if self._done:
             return "cancelled" if self.cancelled else "error" if self.exception else "completed"
-        return "waiting for approval" if self._waiting() is not None else "running"
+        return "waiting for approval" if self._waiting_prompt() is not None else "running"
 
     def result(self) -> Any:
         """What the framework's run returned; raises what it raised, or while it runs."""
         if not self._done:
             raise asyncio.InvalidStateError(
-                f"the run {self.name} ({self.run_id}) is still {self.status}"
+                f"the run {self.name} ({self.run_id}) is still {self.status}: `await` it in a "
+                "cell, or check .done() first"
             )
         if self.exception is not None:
             raise self.exception
@@ -78,67 +86,35 @@ class FrameworkRun:
         """The last captured trace (the run's, for a run of one agent)."""
         return self.capture.traces[-1] if self.capture is not None and self.capture.traces else None
 
-    # ------------------------------------------------------------------ approvals
+    # ------------------------------------------------------------------ lifecycle
 
-    def _waiting(self) -> Any:
+    def _waiting_prompt(self) -> Any:
         from kode_nb.interop._host import current_host
 
         host = current_host()
         return host.waiting_prompt(self.run_id) if host is not None else None
 
-    async def approval(self, timeout: float | None = None) -> bool:
-        """Wait until a tool call of this run waits for a decision (True) or the run ended
-        (False); ``TimeoutError`` after ``timeout`` seconds."""
-
-        async def wait() -> bool:
-            while not self._done:
-                if self._waiting() is not None:
-                    return True
-                await asyncio.sleep(0.02)
-            return False
-
-        return await asyncio.wait_for(wait(), timeout)
-
-    def approve(self, *, always: bool = False) -> bool:
-        """Approve the first waiting call of the run, as its Approve button does; False when
-        nothing waits."""
-        from kode_nb.policy._approval import approve
-
-        prompt = self._waiting()
-        return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
-
-    def deny(self, reason: str | None = None) -> bool:
-        """Deny the first waiting call (``reason`` reaches the model), as Deny does."""
-        from kode_nb.policy._approval import deny
-
-        prompt = self._waiting()
-        return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))
-
-    def cancel(self, reason: str = "cancelled from the notebook") -> bool:
-        """Cancel the run's task (the framework sees ``CancelledError``); False if it ended."""
-        if self._done or self.task is None:
+    def _stop(self, reason: str) -> bool:
+        """Cancel the run's task (the framework sees ``CancelledError``)."""
+        if self.task is None or self.task.done():
             return False
         self.cancelled = True
         self.task.cancel(reason)
         return True
 
-    # ------------------------------------------------------------------ awaiting, display
-
-    def __await__(self) -> Any:
-        return self._wait().__await__()
-
-    async def _wait(self) -> Any:
-        if not self._done:
-            assert self.task is not None
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(self.task)
-        return self.result()
-
     def _finish(self, result: Any, exception: BaseException | None) -> None:
+        if self._done:
+            return
         self._result, self.exception, self._done = result, exception, True
+        if isinstance(exception, asyncio.CancelledError):
+            self.cancelled = True
         for fn in self.on_done:
             with contextlib.suppress(Exception):
                 fn(self)
+
+    @property
+    def label(self) -> str:
+        return f"the run {self.name} ({self.run_id})"
 
     def __repr__(self) -> str:
         return f"<FrameworkRun {self.name} run={self.run_id} {self.status}>"

@@ -416,7 +416,9 @@ class KodeSession:
         self.runs.add(run)
 
     def waiting_prompt(self, run_id: str) -> Any:
-        """The first approval prompt of ``run_id``'s tool calls that waits for a decision."""
+        """The first approval prompt of ``run_id`` that waits for a decision: one of its tool
+        calls' views, or a prompt of its own (a framework's approval request, pydantic-ai's
+        deferred tools or the Agents SDK's ``needs_approval``, asked with the run's id)."""
         for call_id, owner in list(self.framework_calls.items()):
             if owner != run_id:
                 continue
@@ -538,14 +540,14 @@ class KodeSession:
         kernel = getattr(self.shell, "kernel", None)
         if kernel is None or threading.current_thread() is not threading.main_thread():
             return
-        # Between messages ipykernel restores `kernel.saved_sigint_handler` (SIG_IGN): the
-        # handler that is active while the kernel is idle, i.e. while background calls run.
         loop = _kernel_loop()
         if loop is not None:  # an interrupt acts at once, even while the loop sleeps
             from kode_nb.magics._wakeup import LoopWakeup
 
             self._wakeup = LoopWakeup(loop)
             self._wakeup.install()
+        # Between messages ipykernel restores `kernel.saved_sigint_handler` (SIG_IGN): the
+        # handler that is active while the kernel is idle, i.e. while background calls run.
         if hasattr(kernel, "saved_sigint_handler"):
             self._kernel_previous = self._sigint_previous = kernel.saved_sigint_handler
             kernel.saved_sigint_handler = self._on_sigint
@@ -555,11 +557,11 @@ class KodeSession:
             signal.signal(signal.SIGINT, self._on_sigint)
 
     def _restore_interrupt(self) -> None:
-        kernel = getattr(self.shell, "kernel", None)
-        if kernel is not None and getattr(kernel, "saved_sigint_handler", None) == self._on_sigint:
         if self._wakeup is not None:
             self._wakeup.uninstall()
             self._wakeup = None
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is not None and getattr(kernel, "saved_sigint_handler", None) == self._on_sigint:
             kernel.saved_sigint_handler = self._kernel_previous
         if (
             threading.current_thread() is threading.main_thread()

@@ -13,7 +13,7 @@
   comes back (:mod:`.rows`).
 
 May import: ``interop``, ``agents``, ``traces``, ``execution``, ``models``, ``policy``,
-``tools``, ``types``, ``errors``, ``_live``, ``_redact`` (results are redacted before they are
+``tools``, ``types``, ``errors``, ``_lifecycle``, ``_live``, ``_redact`` (results are redacted before they are
 cached or shown). The live view and the displays of a batch, an inbox and a comparison are
 the notebook layer's (kode_nb/ui/many_view.py, registered in kode_nb/ui/formatters.py); a
 started batch is shown through ``kode_nb._live``.

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kode_nb._lifecycle import Interrupted, Phase, phase_of
 from kode_nb._live import can_show, show_started
 from kode_nb.errors import ConfigurationError
 from kode_nb.many._recheck import decisions_hold
@@ -248,6 +249,53 @@ class ManyRun:
     def done(self) -> bool:
         return self.status in ("finished", "cancelled")
 
+    # ------------------------------------------------------------ the one lifecycle
+
+    @property
+    def phase(self) -> Phase:
+        """Where the batch is in kode_nb's lifecycle (:mod:`kode_nb._lifecycle`):
+        ``requested``, ``running``, ``waiting for approval`` (every running row waits for
+        one), ``ok`` or ``cancelled``."""
+        if self.status == "running" and self.stalled():
+            return "waiting for approval"
+        return phase_of(self.status)
+
+    async def approval(self, timeout: float | None = None) -> bool:
+        """Wait until a row's call waits in the inbox (True) or the batch ended (False);
+        ``TimeoutError`` after ``timeout`` seconds."""
+
+        async def wait() -> bool:
+            while not self.done():
+                if self.inbox.pending():
+                    return True
+                await asyncio.sleep(0.02)
+            return False
+
+        return await asyncio.wait_for(wait(), timeout)
+
+    def approve(self, *, always: bool = False) -> bool:
+        """Approve the first waiting request in the inbox (``always``: and the same tool with
+        any arguments from now on); False when nothing waits."""
+        pending = self.inbox.pending()
+        if not pending:
+            return False
+        if always:
+            return self.inbox.approve_matching(pending[0].tool, remember=True) > 0
+        return self.inbox.approve(pending[0])
+
+    def deny(self, reason: str | None = None) -> bool:
+        """Deny the first waiting request in the inbox (``reason`` reaches the model)."""
+        pending = self.inbox.pending()
+        return bool(pending) and self.inbox.deny(pending[0], reason)
+
+    def result(self) -> Any:
+        """The results as a DataFrame once the batch ended; raises while it runs."""
+        if not self.done():
+            raise asyncio.InvalidStateError(
+                f"the batch is still {self.status}: `await` it in a cell, or check .done() first"
+            )
+        return self.frame()
+
     def stalled(self) -> bool:
         """Whether every running row waits for an approval (nothing moves until one is given)."""
         rows = {p.row for p in self.inbox.pending()}
@@ -275,7 +323,10 @@ class ManyRun:
             except asyncio.CancelledError:
                 if not self.task.done():
                     self.cancel("interrupted while awaited")
-                    raise
+                    raise Interrupted(
+                        f"the batch of {self.target.name} was cancelled: the cell awaiting it "
+                        "stopped"
+                    ) from None
         for fn in list(self._awaited):
             try:
                 fn()

@@ -228,7 +228,11 @@ class _Recording:
                 "name": "approval_resolved",
                 "time": time.time(),
                 "attributes": redact(
-                    {"approved": approved, "reason": getattr(out, "reason", None)}
+                    {
+                        "approved": approved,
+                        "reason": getattr(out, "reason", None),
+                        "decided_by": getattr(out, "decided_by", None) or "",
+                    }
                 ),
             }
         )

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from kode_nb._lifecycle import HandleBase
+
 if TYPE_CHECKING:
     from kode_nb.agents import Agent, AgentRunResult
     from kode_nb.debug import Stepper
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentHandle"]
 
 
-class AgentHandle:
+class AgentHandle(HandleBase):
     """An agent run started from the notebook: await it, poll it, approve in it, or cancel it."""
 
     def __init__(
@@ -120,48 +122,12 @@ class AgentHandle:
         waiters.append(future)
         return await asyncio.wait_for(future, timeout)
 
-    def approve(self, *, always: bool = False) -> bool:
-        """Approve the first waiting request of the run, as its Approve button does.
+    def _waiting_prompt(self) -> Any:
+        return getattr(self.view, "waiting_prompt", lambda: None)()
 
-        Call it from a notebook cell. False when nothing is waiting (not asked yet: ``await
-        h.approval()`` first; or already decided)."""
-        from kode_nb.policy._approval import approve
-
-        prompt = getattr(self.view, "waiting_prompt", lambda: None)()
-        return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
-
-    def deny(self, reason: str | None = None) -> bool:
-        """Deny the first waiting request (``reason`` goes to the model), as Deny does."""
-        from kode_nb.policy._approval import deny
-
-        prompt = getattr(self.view, "waiting_prompt", lambda: None)()
-        return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))
-
-    def cancel(self, reason: str = "cancelled from the notebook") -> bool:
-        """Stop the run (it ends ``cancelled``); False if it had already ended."""
-        if self.done():
-            return False
+    def _stop(self, reason: str) -> bool:
+        """Stop the run (it ends ``cancelled``)."""
         return self.agent.cancel(self.run_id, reason=reason) > 0
-
-    # ------------------------------------------------------------------ awaiting
-
-    def __await__(self) -> Any:
-        return self._wait().__await__()
-
-    async def _wait(self) -> AgentRunResult:
-        if self.done():
-            return self.result()
-        assert self.task is not None
-        try:
-            await asyncio.shield(self.task)
-        except asyncio.CancelledError:
-            if self.task.done() and self.done():
-                return self.result()
-            self.cancel("interrupted while awaited")  # the awaiting cell was interrupted
-            raise
-        except Exception:
-            pass  # recorded in self.exception by the task
-        return self.result()
 
     # ------------------------------------------------------------------ displays
 
@@ -174,6 +140,10 @@ class AgentHandle:
             self.view.show()
             return
         print(repr(self))
+
+    @property
+    def label(self) -> str:
+        return f"the run of agent {self.agent.name!r} ({self.run_id})"
 
     def __repr__(self) -> str:
         return f"<AgentHandle {self.agent.name} run={self.run_id} {self.status}>"

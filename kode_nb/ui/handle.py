@@ -12,14 +12,16 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from kode_nb._lifecycle import HandleBase
 from kode_nb.types import ToolResult
 from kode_nb.ui.html import clip_head
 
 __all__ = ["CallHandle"]
 
 
-class CallHandle:
-    """A tool call started from the notebook: await it, poll it, or cancel it."""
+class CallHandle(HandleBase):
+    """A tool call started from the notebook: await it, poll it, approve in it, or cancel it
+    (kode_nb's one lifecycle, :mod:`kode_nb._lifecycle`)."""
 
     def __init__(
         self,
@@ -75,52 +77,18 @@ class CallHandle:
             )
         return self._result
 
-    def approve(self, *, always: bool = False) -> bool:
-        """Approve the waiting request, exactly as the Approve button does.
-
-        Call it from a notebook cell (the kernel's loop thread). Returns False when nothing is
-        waiting for a decision (not asked yet, already decided, or no live prompt).
-        """
-        from kode_nb.policy._approval import approve
-
-        prompt = self._waiting_prompt()
-        return prompt is not None and bool(prompt.decide(approve(always=always, by="notebook")))
-
-    def deny(self, reason: str | None = None) -> bool:
-        """Deny the waiting request (``reason`` goes to the model), as the Deny button does."""
-        from kode_nb.policy._approval import deny
-
-        prompt = self._waiting_prompt()
-        return prompt is not None and bool(prompt.decide(deny(reason, by="notebook")))
-
     def _waiting_prompt(self) -> Any:
         prompt = getattr(self.view, "prompt", None)
         if prompt is None or prompt.future.done():
             return None
         return prompt
 
-    def cancel(self, reason: str = "cancelled from the notebook") -> bool:
-        """Ask the executor to cancel the call; False if it had already finished."""
-        if self._result is not None or self._cancel is None:
+    def _stop(self, reason: str) -> bool:
+        """Ask the executor to cancel the call."""
+        if self._cancel is None:
             return False
         self._cancel(reason)
         return True
-
-    def __await__(self) -> Any:
-        return self._wait().__await__()
-
-    async def _wait(self) -> ToolResult:
-        if self._result is not None:
-            return self._result
-        assert self.task is not None
-        try:
-            return await asyncio.shield(self.task)
-        except asyncio.CancelledError:
-            if self.task.done() and self.done():
-                return self.result()  # the call's own task was cancelled: it has a result
-            # The awaiting cell was interrupted: stop the call too, cleanly.
-            self.cancel("interrupted while awaited")
-            raise
 
     # ------------------------------------------------------------------ displays
 
@@ -133,6 +101,10 @@ class CallHandle:
             self.view.show()
             return
         print(repr(self) if self._result is None else clip_head(self._result.text))
+
+    @property
+    def label(self) -> str:
+        return f"the call to {self.tool} ({self.call_id})"
 
     def __repr__(self) -> str:
         return f"<CallHandle {self.tool} call={self.call_id} {self.status}>"

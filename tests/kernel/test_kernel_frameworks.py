@@ -12,50 +12,8 @@ import pytest
 
 from kode_nb.traces import Trace
 
-from .cells import NOTE_TOOL, WAIT_FOR_CANCEL
+from .cells import LANGCHAIN, NOTE_TOOL, OPENAI_AGENTS, PYDANTIC_AI, WAIT_FOR_CANCEL
 from .harness import Kernel, Msg
-
-PYDANTIC_AI = """
-from pydantic_ai import Agent
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import FunctionModel
-from kode_nb.interop import pydantic_ai_toolset, start
-from kode_nb.magics import get_session
-
-def scripted(*answers):
-    seen = []
-    def fn(messages, info):
-        seen.append(messages)
-        a = answers[len(seen) - 1]
-        return ModelResponse(parts=[TextPart(a) if isinstance(a, str) else ToolCallPart(*a)])
-    return FunctionModel(fn), seen
-"""
-
-LANGCHAIN = """
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.runnables import RunnableLambda
-from kode_nb.interop import langchain_tools
-
-def note_chain(replies):
-    model = GenericFakeChatModel(messages=iter(replies))
-    (tool,) = langchain_tools(["write_note"])
-    async def run(prompt):
-        messages = [HumanMessage(prompt)]
-        while True:
-            reply = await model.ainvoke(messages)
-            messages.append(reply)
-            if not reply.tool_calls:
-                return reply.content
-            for call in reply.tool_calls:
-                messages.append(await tool.ainvoke(call))
-    return RunnableLambda(run, name="lc_writer")
-"""
-
-OPENAI_AGENTS = """
-from agents import Agent as SdkAgent, Runner
-from kode_nb.interop import ScriptedAgentsModel, openai_agents_tools
-"""
 
 
 @pytest.fixture(scope="module", autouse=True)
