@@ -39,8 +39,13 @@ CELLS = [
     '    return ScriptedModel(["**Final** answer: 42."])',
     "%%ask --model $make_main\nWhat is the answer?",
     "%tools",
+    # the form expanded cells write: the call awaited in its cell, its approval clicked meanwhile
+    "import kode_nb\nexecutor = kode_nb.Executor()\n"
+    "r = await executor.call('write_note', {'path': 'awaited.txt', 'text': 'kept'})\nprint(r.status)",
 ]
-BROKEN = ("Error displaying widget", "model not found")
+AWAITED = 6
+"""The cell awaiting a call that asks for approval."""
+BROKEN = ("Error displaying widget", "model not found", "Not finished", "waiting", "Waiting")
 
 
 def _page_text(page: Any) -> str:
@@ -67,6 +72,7 @@ def _check_reopened(page: Any, shot: str) -> str:
     for broken in BROKEN:
         assert broken not in text, f"{broken!r} in the reopened notebook"
     assert "wrote 4 characters to saved.txt" in text  # the call's final result
+    assert "wrote 4 characters to awaited.txt" in text  # the awaited call's record
     assert "Approved" in text  # the decided approval, on one line (✔ in the HTML fallback)
     assert "Final answer: 42." in text  # the run's answer, markdown rendered
     assert "starting" not in text
@@ -94,6 +100,20 @@ def saved(lab: tuple[str, Path]) -> Path:
             run_cell(page, i)
         wait_output(page, 4, "Final answer: 42.")
         wait_output(page, 5, "write_note")
+        page.evaluate(  # not awaited: the cell runs until the click below
+            """(i) => {
+              const nb = window.jupyterapp.shell.currentWidget.content;
+              nb.activeCellIndex = i;
+              window.jupyterapp.commands.execute('notebook:run-cell');
+            }""",
+            AWAITED,
+        )
+        approve = page.get_by_role("button", name="Approve")
+        approve.wait_for(timeout=20_000)
+        approve.click()
+        wait_output(page, AWAITED, "wrote 4 characters to awaited.txt")
+        wait_output(page, AWAITED, "ok")
+        assert approve.count() == 0
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
         page.wait_for_timeout(1_000)
         page.screenshot(path=str(ARTIFACTS / "saved_lab_live.png"), full_page=True)
