@@ -1,8 +1,9 @@
 """The notebook's MCP endpoint (``%mcp serve``): a :class:`NotebookServer` and its panel.
 
-:class:`NotebookServer` serves the session's registry with :func:`kode_nb.mcp.serve` on the
-kernel's loop. Every call from an MCP client runs through the session's executor (so policy,
-approval, limits and the session's event bus apply) under a call id ``mcp_<hex>``, and its live
+:class:`NotebookServer` draws a :class:`~kode_nb.mcp._served.ServedEndpoint`, which serves the
+session's registry with :func:`kode_nb.mcp.serve` on the kernel's loop and runs every call from
+an MCP client through the session's executor (so policy, approval, limits and the session's
+event bus apply) under a call id ``mcp_<hex>``. Each outside call's live
 :class:`~kode_nb.ui.call_view.CallView` is added to the *panel* that ``%mcp serve`` displayed:
 no cell runs when an outside client calls, so that cell's output is where its approval prompt
 and progress appear (the session's approver finds the view through ``session.views``).
@@ -20,17 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import html
 import json
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
 from kode_nb._format import shorten
-from kode_nb.execution._executor import Executor
 from kode_nb.types import ToolResult
 from kode_nb.ui.call_view import CallView
 from kode_nb.ui.html import took
@@ -86,30 +84,9 @@ class _ServedCallView(CallView):
             self.server._decided += 1
 
 
-class _ServedExecutor(Executor):
-    """What :func:`kode_nb.mcp.serve` calls: hands each call to the session's executor (the
-    current one, also after ``%config`` rebuilt it) with a view in the panel."""
-
-    def __init__(self, server: NotebookServer) -> None:
-        super().__init__(server.session.registry, max_concurrency=None)
-        self._server = server
-
-    async def call(
-        self,
-        name: str,
-        arguments: str | bytes | Mapping[str, Any] | None = None,
-        *,
-        call_id: str | None = None,
-        run_id: str | None = None,
-        parent_call_id: str | None = None,
-        on_update: Callable[[Any], object] | None = None,
-        approver: Any = None,
-    ) -> ToolResult:
-        return await self._server._call(name, arguments, on_update)
-
-
 class NotebookServer:
-    """The notebook's tools served over streamable HTTP on 127.0.0.1 (``%mcp serve``)."""
+    """The notebook's tools served over streamable HTTP on 127.0.0.1 (``%mcp serve``): the
+    panel of a :class:`~kode_nb.mcp._served.ServedEndpoint`, which serves and runs the calls."""
 
     def __init__(
         self,
@@ -120,192 +97,155 @@ class NotebookServer:
         name: str,
         auth: bool = True,
     ) -> None:
+        from kode_nb.mcp._served import ServedEndpoint
+
         self.session = session
-        self.auth = auth
-        """Clients must send the bearer token (False: ``--no-auth``)."""
-        self.port = port
-        """The port it listens on (127.0.0.1)."""
-        self.patterns = tuple(patterns) if patterns is not None else None
-        """The tool name patterns served (``None``: every tool)."""
-        self.name = name
-        self.url = f"http://127.0.0.1:{port}/mcp"
-        """The endpoint to give MCP clients."""
-        self.handle: McpServerHandle | None = None
-        """The running :class:`~kode_nb.mcp.McpServerHandle` once started."""
-        self.error: BaseException | None = None
-        """Why it could not start."""
+        self.endpoint = ServedEndpoint(
+            session.registry,
+            lambda: session.executor,  # the current one, also after %config rebuilt it
+            port=port,
+            patterns=patterns,
+            name=name,
+            auth=auth,
+            hooks=self,
+        )
+        """What is served, its lifecycle and the outside calls."""
+        self.endpoint.on_stop.append(self._stopped)
         self.views: dict[str, Any] = {}
         """Live views of outside calls in flight, by call id."""
-        self.results: list[ToolResult] = []
-        """The results of finished outside calls, oldest first."""
         self.on_stop: Callable[[NotebookServer], None] | None = None
-        self.stopped = False
-        self._task: asyncio.Task[None] | None = None
         self._waiters: list[asyncio.Future[bool]] = []
         self._decided = 0  # approvals of outside calls decided so far
         self._decided_before = 0  # ... when the last cell ended
-        self._executor = _ServedExecutor(self)
         self._widgets = session.style == "widget"
-        self._status = "starting"
         self._header: Any = None
         self._panel: Any = None
         self._display: DisplayHandle | None = None
         self._access_display: DisplayHandle | None = None
         self._shown_in: object = None
 
-    # ------------------------------------------------------------------ what is served
+    # ------------------------------------------------------------------ the endpoint's facts
 
-    def tool_names(self) -> list[str]:
-        """The names served right now."""
-        if self.handle is not None:
-            return self.handle.tool_names()
-        if self.patterns is None:
-            return self.session.registry.names()
-        return [
-            t.name
-            for t in self.session.registry.list()
-            if any(
-                fnmatch.fnmatchcase(t.name, p) or fnmatch.fnmatchcase(t.key, p.lower())
-                for p in self.patterns
-            )
-        ]
+    @property
+    def auth(self) -> bool:
+        """Clients must send the bearer token (False: ``--no-auth``)."""
+        return self.endpoint.auth
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (127.0.0.1)."""
+        return self.endpoint.port
+
+    @property
+    def url(self) -> str:
+        """The endpoint to give MCP clients."""
+        return self.endpoint.url
+
+    @property
+    def name(self) -> str:
+        return self.endpoint.name
+
+    @property
+    def handle(self) -> McpServerHandle | None:
+        """The running :class:`~kode_nb.mcp.McpServerHandle` once started."""
+        return self.endpoint.handle
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why it could not start."""
+        return self.endpoint.error
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """The results of finished outside calls, oldest first."""
+        return self.endpoint.results
+
+    @property
+    def stopped(self) -> bool:
+        return self.endpoint.stopped
 
     @property
     def token(self) -> str | None:
         """The bearer token clients must send (``None`` before it listens, or with
         ``--no-auth``)."""
-        return self.handle.token if self.handle is not None else None
+        return self.endpoint.token
 
     @property
     def headers(self) -> dict[str, str]:
         """The HTTP headers an MCP client must send (the token)."""
-        return self.handle.headers if self.handle is not None else {}
+        return self.endpoint.headers
+
+    def tool_names(self) -> list[str]:
+        """The names served right now."""
+        return self.endpoint.tool_names()
 
     def client_config(self) -> dict[str, Any]:
         """The ``mcpServers`` entry an MCP client needs (URL and token)."""
-        if self.handle is not None:
-            return self.handle.client_config()
-        return {"mcpServers": {self.name: {"type": "http", "url": self.url}}}
+        return self.endpoint.client_config()
 
     def describe(self) -> str:
-        names = self.tool_names()
-        listed = ", ".join(names) if len(names) <= 8 else ", ".join(names[:8]) + ", ..."
-        return f"{len(names)} tool{'' if len(names) == 1 else 's'} ({listed}) at {self.url}"
+        return self.endpoint.describe()
 
     def __repr__(self) -> str:
-        return f"<NotebookServer {self.url} {self._status}>"
+        return f"<NotebookServer {self.url} {self.endpoint.status}>"
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
         self.session.shell.events.register("post_run_cell", self._cell_ended)
-        self._task = asyncio.get_running_loop().create_task(
-            self._start(), name=f"kode_nb MCP serve {self.port}"
-        )
-
-    async def _start(self) -> None:
-        from kode_nb.mcp.server import serve
-
-        try:
-            handle = await serve(
-                self.session.registry,
-                port=self.port,
-                tools=self.patterns,
-                executor=self._executor,
-                name=self.name,
-                auth=self.auth,
-            )
-        except Exception as exc:  # reported in the panel; `await server` raises it
-            self.error = exc
-            self._finish_stop(f"could not start: {exc}")
-            return
-        self.handle = handle
-        if self.stopped:
-            handle.stop()
-        else:
-            self._set_status("listening")
+        self.endpoint.start()
 
     def __await__(self) -> Any:
         return self._wait_started().__await__()
 
     async def _wait_started(self) -> NotebookServer:
         """Wait until it listens; raise why it could not start."""
-        if self._task is not None:
-            await asyncio.shield(self._task)
-        if self.error is not None:
-            raise self.error
+        await self.endpoint
         return self
 
     def stop(self) -> None:
         """Stop listening (the port is free when this returns) and cancel outside calls in
         flight. Idempotent."""
-        if self.stopped:
-            return
-        self.stopped = True
-        if self.handle is not None:
-            self.handle.stop()
-        elif self._task is not None:
-            self._task.cancel()
-        for call_id in list(self.views):
-            self.session.executor.cancel(call_id=call_id, reason="the MCP server was stopped")
-        self._finish_stop("stopped")
+        self.endpoint.stop()
 
-    def _finish_stop(self, status: str) -> None:
-        self.stopped = True
+    def _stopped(self, _endpoint: Any) -> None:
         with contextlib.suppress(ValueError):
             self.session.shell.events.unregister("post_run_cell", self._cell_ended)
-        self._executor.close()
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(False)
-        self._set_status(status)
         if self.on_stop is not None:
             self.on_stop(self)
 
-    # ------------------------------------------------------------------ outside calls
+    # ------------------------------------------------------------------ outside calls (hooks)
 
-    async def _call(
-        self, name: str, arguments: Any, on_update: Callable[[Any], object] | None
-    ) -> ToolResult:
-        session = self.session
-        call_id = f"mcp_{uuid.uuid4().hex[:10]}"
-        tool = session.registry.get(name)
-        view: Any = None
-        if self._widgets and tool is not None:
-            view = _ServedCallView(
-                tool=tool.name,
-                kind=tool.kind.value,
-                arguments=arguments,
-                call_id=call_id,
-                rate=session.settings.update_rate,
-            )
-            view.server = self
-            self.views[call_id] = view
-            session.views[call_id] = view  # the session's approver puts its prompt there
-            self._panel.children = (*self._panel.children, view)
+    def call_started(self, call_id: str, tool: str, arguments: Any) -> Callable[[Any], object]:
+        """An outside call starts: its live view goes into the panel (the session's approver
+        finds it through ``session.views`` and puts its prompt there)."""
+        found = self.session.registry.get(tool)
+        if not self._widgets or found is None:
+            return lambda _data: None
+        view = _ServedCallView(
+            tool=found.name,
+            kind=found.kind.value,
+            arguments=arguments,
+            call_id=call_id,
+            rate=self.session.settings.update_rate,
+        )
+        view.server = self
+        self.views[call_id] = view
+        self.session.views[call_id] = view
+        self._panel.children = (*self._panel.children, view)
+        return view.on_update
 
-        def updates(data: Any) -> None:
-            if view is not None:
-                view.on_update(data)
-            if on_update is not None:
-                on_update(data)
+    def call_ended(self, call_id: str, result: ToolResult) -> None:
+        self.session.views.pop(call_id, None)
+        view = self.views.pop(call_id, None)
+        if view is not None:
+            view.finish(result)
 
-        result: ToolResult | None = None
-        try:
-            result = await session.executor.call(
-                name, arguments, call_id=call_id, on_update=updates
-            )
-            return result
-        finally:
-            if result is None:
-                result = ToolResult.error(
-                    "The call was cancelled.", status="cancelled", tool=name, call_id=call_id
-                )
-            session.views.pop(call_id, None)
-            self.views.pop(call_id, None)
-            self.results.append(result)
-            if view is not None:
-                view.finish(result)
+    def status_changed(self, status: str) -> None:
+        self._set_status(status)
 
     # ------------------------------------------------------------------ approvals
 
@@ -362,7 +302,7 @@ class NotebookServer:
                 "connect to 127.0.0.1 can call these tools."
             )
             return warning, f"<br><b style='color:#c53030'>{html.escape(warning)}</b>"
-        if self._status != "listening" or self.handle is None:
+        if self.endpoint.status != "listening" or self.handle is None:
             return "", ""
         config = json.dumps(self.client_config(), indent=2)
         text = (
@@ -379,10 +319,11 @@ class NotebookServer:
     def _header_html(self, *, token: bool = True) -> str:
         """The header; ``token=False`` (a widget's, which saved widget state would keep): the
         token and config are left out, shown in an output of their own below the panel."""
-        colour = {"listening": "#2f855a", "starting": "#b7791f"}.get(self._status, "#c53030")
+        status = self.endpoint.status
+        colour = {"listening": "#2f855a", "starting": "#b7791f"}.get(status, "#c53030")
         access = self._access()[1] if token or not self.auth else ""
         return (
-            f"<b>MCP server</b> <span style='color:{colour}'>{html.escape(self._status)}</span>"
+            f"<b>MCP server</b> <span style='color:{colour}'>{html.escape(status)}</span>"
             f" — {html.escape(self.describe())}{access}<br><small>Calls from MCP "
             "clients appear below; those that need approval wait for your click.</small>"
         )
@@ -392,7 +333,7 @@ class NotebookServer:
             return self.record().bundle()
         access = self._access()[0]
         return {
-            "text/plain": f"MCP server {self._status}: {self.describe()}"
+            "text/plain": f"MCP server {self.endpoint.status}: {self.describe()}"
             + (f"\n{access}" if access else ""),
             "text/html": self._header_html(),
         }
@@ -419,7 +360,7 @@ class NotebookServer:
             ("result", "result"),
         ]
         return table_record(
-            f"MCP server {self._status}: {self.describe()}",
+            f"MCP server {self.endpoint.status}: {self.describe()}",
             columns,
             rows,
             empty="No calls from MCP clients.",
@@ -458,7 +399,6 @@ class NotebookServer:
             self.show()  # shown by the magic in this cell already otherwise
 
     def _set_status(self, status: str) -> None:
-        self._status = status
         if self._header is not None:
             self._header.value = self._header_html(token=False)
         if self._access_display is not None:
