@@ -121,7 +121,7 @@ async def test_an_endpoint_that_cannot_listen_says_why_and_stops() -> None:
         )
         endpoint.on_stop.append(stops.append)
         endpoint.start()
-        with pytest.raises(OSError) as raised:
+        with pytest.raises(OSError, match="in use") as raised:
             await endpoint
         assert endpoint.error is raised.value
     finally:
