@@ -27,9 +27,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kode_nb.ui.cell_display import _msg_id
-
 __all__ = ["FinalRelay", "install", "shown", "uninstall"]
+
+
+def _msg_id(parent: Any) -> Any:
+    """The id of a parent message (the request a view was shown for)."""
+    return parent.get("header", {}).get("msg_id") if isinstance(parent, dict) else None
+
 
 LIMIT = 1000
 """Views kept; past this, final views (delivered or not) are dropped first."""
