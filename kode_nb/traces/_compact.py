@@ -36,6 +36,14 @@ their float spacing, so the ticks are exact integers below 2**53 and decode to t
 floats (in Python and in JavaScript alike); a value that is not (an ``int``, a tiny or odd
 float) is written as its JSON text.
 
+Reading is bounded while it reads, since a notebook anyone hands you can hold this form: the
+table is measured before anything is built (each node once, memoised, without recursion: what
+each array and object would take in memory), and a trace that would expand past
+:data:`MIN_BUDGET` bytes or :data:`BUDGET_PER_BYTE` per character of its ``data`` (a recorded
+trace takes 10 to 25), or holds a value nested deeper than :data:`MAX_VALUE_DEPTH`, a node that
+contains itself, an index out of range, a ``q`` outside 0..1100 or ticks past 2**62, is refused
+with a ``ValueError`` naming the span and the field. Spans nest to any depth.
+
 :meth:`kode_nb.traces.Trace.from_dict` reads this form as well as the plain one; the kode_nb
 JupyterLab extension (``labextension/src/core/compact.ts``) reads it lazily (a span's attributes
 are decoded when it is drawn, selected or searched).
@@ -45,6 +53,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -267,60 +276,235 @@ def _compact(trace: Mapping[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- reading
 
+MAX_VALUE_DEPTH = 200
+"""How deeply a value of the table may nest (arrays and objects, one in another: 200 is
+``[[...[]...]]`` with 200 ``[``). A recorded
+value is at most some 50 levels (:func:`kode_nb._redact.redact` stops there)."""
+MIN_BUDGET = 32_000_000
+"""The memory, in bytes, any compact trace may expand to (as counted before it is built: each
+array and object at about what CPython allocates for it, each span at :data:`SPAN_COST`)."""
+BUDGET_PER_BYTE = 40
+"""... and more for a longer one: this many bytes per character of its ``data``. A recorded
+trace expands to some 10-20 per character (its values are shared, not repeated, by the writer);
+a table whose nodes refer to each other over and over (a "bomb": 400 characters can stand for
+16 million values) expands to far more, and is refused before any of it is built."""
+SPAN_COST = 1_200
+"""The bytes one span counts for: its dict, its times and the :class:`~kode_nb.traces.Span`
+made from it."""
+_MAX_TICKS = 2**62
+"""Ticks beyond this (the writer writes them below 2**53) are refused: no time is that far."""
+_MAX_Q = 1100
+"""The largest ``q``/``dq``: 2**-1074 is the smallest float."""
+
+
+def _own(node: list[Any]) -> int:
+    """The bytes CPython takes for the array or object of ``node`` itself (not what is in it),
+    rounded up: a list comprehension of n items takes up to 88 + 10 n, a dict of n keys up to
+    160 + 24 n (3.11)."""
+    return 160 + 24 * len(node) if node[0] else 88 + 10 * len(node)
+
+
+def _refuse(message: str) -> ValueError:
+    return ValueError(f"compact trace: {message}")
+
 
 class _Reader:
-    def __init__(self, entries: list[Any]) -> None:
-        self.entries = entries
-        self._keys: dict[int, list[str]] = {}
+    """The value table, checked and measured before anything is built from it.
 
-    def keys(self, ref: int) -> list[str]:
+    :meth:`size` counts the bytes a reference expands to, each node once (memoised, without
+    recursion), checking on the way that every index is in range, every node well formed, no
+    node contains itself and none nests deeper than :data:`MAX_VALUE_DEPTH`; :meth:`value` then
+    builds what was measured."""
+
+    def __init__(self, entries: list[Any], budget: int) -> None:
+        self.entries = entries
+        self.cap = budget + 1
+        self.sizes: dict[int, int] = {}
+        self._height: dict[int, int] = {}
+        self._keys: dict[int, list[str]] = {}
+        self._presize()
+
+    def _presize(self) -> None:
+        """Measure, in one pass, every value whose references all point back (what the writer
+        writes: a node after the values in it); the rest is left to :meth:`size`."""
+        sizes, heights, cap = self.sizes, self._height, self.cap
+        for i, entry in enumerate(self.entries):
+            if type(entry) is not list:
+                if type(entry) is not dict:
+                    sizes[i], heights[i] = 0, 0
+                continue
+            head = entry[0] if entry else None
+            under = entry[1:]
+            if type(head) is not int or not 0 <= head <= i:
+                continue
+            if head:
+                keys = self._keys.get(head - 1) or self._try_keys(head - 1)
+                if keys is None or len(keys) != len(under):
+                    continue
+            if not under:
+                sizes[i], heights[i] = _own(entry), 1
+            elif set(map(type, under)) == {int} and min(under) >= 0 and max(under) < i:
+                try:  # a KeyError: a value in it is not measured (the error is for size to say)
+                    height = 1 + max(map(heights.__getitem__, under))
+                    if height <= MAX_VALUE_DEPTH:
+                        sizes[i] = min(cap, _own(entry) + sum(map(sizes.__getitem__, under)))
+                        heights[i] = height
+                except KeyError:
+                    pass
+
+    def _try_keys(self, ref: int) -> list[str] | None:
+        try:
+            return self.keys(ref, "")
+        except ValueError:  # said by size, naming where, if the node is used
+            return None
+
+    def _ref(self, ref: Any, where: str) -> int:
+        if type(ref) is not int or not 0 <= ref < len(self.entries):
+            raise _refuse(f"{where}: {ref!r:.40} is not an index into its values")
+        return ref
+
+    def keys(self, ref: int, where: str) -> list[str]:
         keys = self._keys.get(ref)
         if keys is None:
-            keys = self.value(ref)
-            if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-                raise ValueError(f"compact trace: value {ref} is not a list of keys")
+            entry = self.entries[ref]
+            if (
+                not isinstance(entry, list)
+                or not entry
+                or entry[0] != 0
+                or type(entry[0]) is not int
+            ):
+                raise _refuse(f"{where}: value {ref} is not a list of keys")
+            keys = []
+            for r in entry[1:]:
+                key = self.entries[self._ref(r, f"{where}: the keys of value {ref}")]
+                if type(key) is not str:
+                    raise _refuse(f"{where}: value {ref} is not a list of keys")
+                keys.append(key)
             self._keys[ref] = keys
         return keys
 
-    def value(self, ref: Any) -> Any:
-        """The value ``ref`` stands for, built afresh (no two spans share a dict or list)."""
-        if type(ref) is not int or not 0 <= ref < len(self.entries):
-            raise ValueError(f"compact trace: {ref!r} is not an index into its values")
+    def _node(self, ref: int, entry: list[Any], where: str) -> list[Any]:
+        """The references under node ``ref``, its head and keys checked."""
+        head = entry[0] if entry else None
+        if type(head) is not int or head < 0:
+            raise _refuse(f"{where}: value {ref} is not a node")
+        if head:
+            keys = self.keys(self._ref(head - 1, f"{where}: value {ref}"), where)
+            if len(keys) != len(entry) - 1:
+                raise _refuse(
+                    f"{where}: value {ref} has {len(entry) - 1} values for {len(keys)} keys"
+                )
+        return entry[1:]
+
+    def size(self, ref: Any, where: str) -> int:
+        """The bytes ``ref`` expands to (:func:`_own` of each array and object in it; at most the
+        budget + 1: past it, it stops counting); ValueError naming ``where`` for an index or
+        node that is wrong. Each node is counted once (memoised), without recursion."""
+        ref = self._ref(ref, where)
+        sizes, heights, cap, entries = self.sizes, self._height, self.cap, self.entries
+        todo: list[tuple[int, int, bool]] = [(ref, 1, False)]  # (ref, its level, leaving)
+        on_path: set[int] = set()
+        count = len(entries)
+        while todo:
+            r, level, leaving = todo.pop()
+            if leaving:
+                on_path.discard(r)
+                under = entries[r][1:]
+                sizes[r] = min(cap, _own(entries[r]) + sum(map(sizes.__getitem__, under)))
+                heights[r] = 1 + max(map(heights.__getitem__, under))
+                continue
+            if r in sizes:
+                continue
+            entry = entries[r]
+            if type(entry) is not list:
+                if type(entry) is dict:
+                    raise _refuse(f"{where}: value {r} is an object, not a node [k, ...]")
+                sizes[r], heights[r] = 0, 0
+                continue
+            if r in on_path:
+                raise _refuse(f"{where}: value {r} contains itself")
+            if level > MAX_VALUE_DEPTH:
+                raise self._too_deep(ref, where)
+            children = self._node(r, entry, where)
+            if not children:
+                sizes[r], heights[r] = _own(entry), 1
+                continue
+            on_path.add(r)
+            todo.append((r, level, True))
+            for c in children:
+                if type(c) is not int or not 0 <= c < count:
+                    self._ref(c, f"{where}: value {r}")
+                if c not in sizes:
+                    todo.append((c, level + 1, False))
+                elif level + heights[c] > MAX_VALUE_DEPTH:
+                    raise self._too_deep(ref, where)
+        return sizes[ref]
+
+    @staticmethod
+    def _too_deep(ref: int, where: str) -> ValueError:
+        return _refuse(f"{where}: value {ref} is nested more than {MAX_VALUE_DEPTH} levels deep")
+
+    def value(self, ref: int) -> Any:
+        """The value ``ref`` stands for, built afresh (no two spans share a dict or list); only
+        for a reference :meth:`size` has measured."""
         entry = self.entries[ref]
         if not isinstance(entry, list):
             return entry
-        if not entry or type(entry[0]) is not int or entry[0] < 0:
-            raise ValueError(f"compact trace: value {ref} is not a node")
         if entry[0] == 0:
             return [self.value(r) for r in entry[1:]]
-        keys = self.keys(entry[0] - 1)
-        if len(keys) != len(entry) - 1:
-            raise ValueError(
-                f"compact trace: value {ref} has {len(entry) - 1} values for {len(keys)} keys"
-            )
+        keys = self._keys[entry[0] - 1]
         return {k: self.value(r) for k, r in zip(keys, entry[1:], strict=True)}
 
 
-def _time(code: Any, base: float, scale: float, k: int) -> Any:
-    if code is None:
-        return None
-    if isinstance(code, str):
+def _ticks_code(code: Any, i: int, name: str) -> Any:
+    """A time code as stored: ticks (an integer), JSON text, or null."""
+    if code is None or type(code) is str:
+        return code
+    if type(code) is not int:
+        raise _refuse(f"span {i}'s {name!r} is {code!r:.40}: not ticks, JSON text or null")
+    if not -_MAX_TICKS < code < _MAX_TICKS:
+        raise _refuse(f"span {i}'s {name!r} is {code!r:.24} ticks: out of range")
+    return code
+
+
+def _text_time(code: str, i: int, name: str) -> Any:
+    try:
         return json.loads(code)
-    return base + k * scale
+    except (ValueError, RecursionError):
+        raise _refuse(f"span {i}'s {name!r} is {code!r:.40}: not JSON text") from None
 
 
-def _duration(code: Any, scale: float) -> Any:
-    return code * scale if type(code) is int else _time(code, 0.0, scale, 0)
+def _scales(time: Any) -> tuple[float, float, float]:
+    """``base``, ``2**-q`` and ``2**-dq`` of the ``time`` table, each checked."""
+    if not isinstance(time, Mapping):
+        raise _refuse("its 'time' is not an object {base, q, dq}")
+    base = time.get("base")
+    if type(base) is int and -_MAX_TICKS < base < _MAX_TICKS:
+        base = float(base)
+    if not isinstance(base, float) or not math.isfinite(base):
+        raise _refuse(f"its 'time.base' is {base!r:.40}: not a finite number")
+    scales = []
+    for key in ("q", "dq"):
+        q = time.get(key)
+        if type(q) is not int or not 0 <= q <= _MAX_Q:
+            raise _refuse(f"its 'time.{key}' is {q!r:.40}: not a whole number from 0 to {_MAX_Q}")
+        scales.append(2.0**-q)
+    return base, scales[0], scales[1]
 
 
 def expand(data: Mapping[str, Any]) -> dict[str, Any]:
     """The ``Trace.to_dict()`` JSON of a compact trace; ``ValueError`` saying what is wrong for
-    a form or version it does not read, or tables that do not fit together."""
+    a form or version it does not read, tables that do not fit together, or tables that would
+    expand to more than the budget (:data:`MIN_BUDGET`, :data:`BUDGET_PER_BYTE`: refused before
+    any of it is built) or nest deeper than :data:`MAX_VALUE_DEPTH`."""
     with _no_gc():
         try:
             return _expand(data)
         except RecursionError:
-            raise ValueError("compact trace: a value is nested too deep to read") from None
+            raise _refuse("a value is nested too deep to read") from None
+
+
+_NAMES = ("depth", *_REF_COLUMNS, "start", "end", "duration")
 
 
 def _expand(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -332,52 +516,118 @@ def _expand(data: Mapping[str, Any]) -> dict[str, Any]:
             f"not a compact trace this version reads: format is {fmt!r}{hint}; "
             f"it reads {', '.join(READABLE_FORMATS)}"
         )
+    text = data.get("data")
+    if not isinstance(text, str):
+        raise _refuse(f"its 'data' is {type(text).__name__}, not the JSON text of its tables")
     try:
-        tables = json.loads(data["data"])
+        tables = json.loads(text)
         entries, time, cols = tables["values"], tables["time"], tables["columns"]
         n = len(cols["depth"])
-        base, scale, dscale = float(time["base"]), 2.0 ** -int(time["q"]), 2.0 ** -int(time["dq"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"compact trace: its data is not readable ({exc!r})") from None
-    names = ("depth", *_REF_COLUMNS, "start", "end", "duration")
-    if any(len(cols.get(c) or ()) != n for c in names) or n == 0:
-        raise ValueError("compact trace: its columns are missing or of different lengths")
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise _refuse(f"its data is not readable ({exc!r:.200})") from None
+    base, scale, dscale = _scales(time)
+    if not isinstance(entries, list):
+        raise _refuse("its 'values' is not a list")
+    if not isinstance(cols, dict) or n == 0:
+        raise _refuse("its columns are missing or of different lengths")
+    for name in _NAMES:
+        if not isinstance(cols.get(name), list) or len(cols[name]) != n:
+            raise _refuse(f"its columns are missing or of different lengths ({name!r})")
     extra = cols.get("extra")
-    if extra is not None and len(extra) != n:
-        raise ValueError("compact trace: its extra column is of another length")
-    reader = _Reader(entries)
+    if extra is not None and (not isinstance(extra, list) or len(extra) != n):
+        raise _refuse("its extra column is of another length")
+    budget = max(MIN_BUDGET, BUDGET_PER_BYTE * len(text))
+    reader = _Reader(entries, budget)
+    _measure(reader, cols, n, budget, text)
+    return _build(data, reader, cols, n, base, scale, dscale)
+
+
+def _measure(reader: _Reader, cols: dict[str, Any], n: int, budget: int, text: str) -> None:
+    """Refuse, before building anything, tables that expand past ``budget``."""
+    used = SPAN_COST * n
+    known = reader.sizes
+    for name in (*_REF_COLUMNS, "extra"):
+        column = cols.get(name)
+        if column is None:
+            continue
+        if set(map(type, column)) == {int}:
+            try:  # every value measured already (the usual case): counted at C speed
+                used += sum(map(known.__getitem__, column))
+                if used <= budget:
+                    continue
+                used -= sum(map(known.__getitem__, column))
+            except KeyError:
+                pass
+        for i, ref in enumerate(column):
+            size = known.get(ref) if type(ref) is int else None
+            if size is None:
+                size = reader.size(ref, f"span {i}'s {name!r}")
+            used += size
+            if used > budget:
+                raise _refuse(
+                    f"it would take more than {budget / 1e6:,.0f} MB once expanded (counted "
+                    f"up to span {i}'s {name!r}), some {budget // len(text):,} bytes per "
+                    "character of its 'data' or more, where a recorded trace takes 10 to 25: "
+                    "its values refer to each other over and over, or its spans are too many "
+                    "for their size; refused before any of it was built"
+                )
+
+
+def _build(
+    data: Mapping[str, Any],
+    reader: _Reader,
+    cols: dict[str, Any],
+    n: int,
+    base: float,
+    scale: float,
+    dscale: float,
+) -> dict[str, Any]:
     value = reader.value
+    extra = cols.get("extra")
     stack: list[dict[str, Any]] = []
     root: dict[str, Any] | None = None
     k_start = 0
     for i in range(n):
         depth = cols["depth"][i]
         if type(depth) is not int or not 0 <= depth <= len(stack) or (depth == 0) != (i == 0):
-            raise ValueError(f"compact trace: span {i} has depth {depth!r} after {len(stack) - 1}")
-        code = cols["start"][i]
+            raise _refuse(f"span {i} has depth {depth!r:.40} after {len(stack) - 1}")
+        code = _ticks_code(cols["start"][i], i, "start")
+        end = _ticks_code(cols["end"][i], i, "end")
+        duration = _ticks_code(cols["duration"][i], i, "duration")
+        if type(end) is int and type(code) is not int:
+            raise _refuse(f"span {i} has an end in ticks but no start in ticks")
         if type(code) is int:
             k_start += code
-        started = _time(code, base, scale, k_start)
-        end = cols["end"][i]
+            if not -_MAX_TICKS < k_start < _MAX_TICKS:
+                raise _refuse(f"span {i}'s 'start' adds up to {k_start!r:.24} ticks: out of range")
+            started: Any = base + k_start * scale
+        else:
+            started = None if code is None else _text_time(code, i, "start")
+        if type(end) is int:
+            ended: Any = base + (k_start + end) * scale
+        else:
+            ended = None if end is None else _text_time(end, i, "end")
+        if type(duration) is int:
+            took: Any = duration * dscale
+        else:
+            took = None if duration is None else _text_time(duration, i, "duration")
         span: dict[str, Any] = {
             "kind": value(cols["kind"][i]),
             "name": value(cols["name"][i]),
             "span_id": value(cols["span_id"][i]),
             "started_at": started,
-            "ended_at": _time(end, base, scale, k_start + end if type(end) is int else 0),
-            "duration": _duration(cols["duration"][i], dscale),
+            "ended_at": ended,
+            "duration": took,
             "status": value(cols["status"][i]),
             "error": value(cols["error"][i]),
             "attributes": value(cols["attributes"][i]),
             "events": value(cols["events"][i]),
             "children": [],
         }
-        if type(end) is int and type(code) is not int:
-            raise ValueError(f"compact trace: span {i} has an end in ticks but no start in ticks")
         if extra is not None:
             more = value(extra[i])
             if not isinstance(more, dict):
-                raise ValueError(f"compact trace: span {i}'s extra keys are not an object")
+                raise _refuse(f"span {i}'s extra keys are not an object")
             span.update(more)
         del stack[depth:]
         if stack:

@@ -134,25 +134,40 @@ def rebuild_request(
                 f"the request extends model call {span_id}, which the trace does not have"
             )
         chain.append(found)
-    whole = copy.deepcopy(dict(chain.pop()))
-    if chain and not isinstance(whole.get("body"), Mapping):
-        raise RequestChainError(f"the request of model call {span_id} has no body")
-    while chain:
-        step = chain.pop()
-        whole = {
-            **{k: copy.deepcopy(v) for k, v in step.items() if k not in ("body", "extends")},
-            "body": _apply(whole["body"], step),
-        }
+    try:
+        whole = copy.deepcopy(dict(chain.pop()))
+        if chain and not isinstance(whole.get("body"), Mapping):
+            raise RequestChainError(f"the request of model call {span_id} has no body")
+        owned: dict[int, list[Any]] = {}  # the lists this rebuild made, each under one key
+        # (kept here, so no other list takes the id of one let go)
+        while chain:
+            step = chain.pop()
+            whole = {
+                **{k: copy.deepcopy(v) for k, v in step.items() if k not in ("body", "extends")},
+                "body": _apply(whole["body"], step, owned),
+            }
+    except RecursionError:
+        raise RequestChainError(
+            f"a stored request (of model call {span_id} or after) is nested too deep to rebuild"
+        ) from None
     return whole
 
 
-def _apply(base: dict[str, Any], step: Mapping[str, Any]) -> dict[str, Any]:
+def _apply(
+    base: dict[str, Any], step: Mapping[str, Any], owned: dict[int, list[Any]]
+) -> dict[str, Any]:
+    """The body ``step`` stands for, on top of ``base`` (the previous body, used up: its lists
+    are extended in place, so a chain of N calls is rebuilt in time linear in what it stores,
+    not N times the conversation)."""
     extends = step["extends"]
     same = extends.get("same") or ()
     keep = extends.get("keep") or {}
     stored = step.get("body")
     if not isinstance(stored, Mapping):
         raise RequestChainError(f"a request extending {extends.get('span_id')} has no body")
+    if not isinstance(same, list | tuple) or not isinstance(keep, Mapping):
+        raise RequestChainError(f"a request extending {extends.get('span_id')} has a bad 'extends'")
+    same = {k for k in same if isinstance(k, str)}
     body: dict[str, Any] = {}
     for key, value in stored.items():
         if key in same:
@@ -164,15 +179,21 @@ def _apply(base: dict[str, Any], step: Mapping[str, Any]) -> dict[str, Any]:
         elif key in keep:
             n, old = keep[key], base.get(key)
             if (
-                not isinstance(n, int)
+                type(n) is not int
                 or not isinstance(old, list)
                 or not isinstance(value, list)
                 or not 0 <= n <= len(old)
             ):
                 raise RequestChainError(
-                    f"model call {extends.get('span_id')}'s body has no {n} items of {key!r}"
+                    f"model call {extends.get('span_id')}'s body has no {n!r:.20} items of {key!r}"
                 )
-            body[key] = old[:n] + copy.deepcopy(value)
+            if owned.get(id(old)) is old:
+                del old[n:]
+            else:
+                old = old[:n]
+                owned[id(old)] = old
+            old.extend(copy.deepcopy(value))
+            body[key] = old
         else:
             body[key] = copy.deepcopy(value)
     return body

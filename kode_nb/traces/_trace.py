@@ -185,10 +185,12 @@ class Span:
         return self.ended_at is None
 
     def walk(self) -> Iterator[Span]:
-        """This span and all below it, depth first."""
-        yield self
-        for c in self.children:
-            yield from c.walk()
+        """This span and all below it, depth first (without recursion: any depth)."""
+        todo = [self]
+        while todo:
+            span = todo.pop()
+            yield span
+            todo.extend(reversed(span.children))
 
     def find(self, kind: SpanKind | None = None, name: str | None = None) -> list[Span]:
         """Spans below (and including) this one with that kind and/or name."""
@@ -199,7 +201,19 @@ class Span:
         ]
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form of this span and its children (schema in the module docstring)."""
+        """The JSON form of this span and its children (schema in the module docstring; built
+        without recursion, so any depth)."""
+        root = self._own_dict()
+        todo = [(self, root)]
+        while todo:
+            span, data = todo.pop()
+            for child in span.children:
+                made = child._own_dict()
+                data["children"].append(made)
+                todo.append((child, made))
+        return root
+
+    def _own_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "kind": self.kind,
             "name": self.name,
@@ -211,7 +225,7 @@ class Span:
             "error": self.error,
             "attributes": self.attributes,
             "events": self.events,
-            "children": [c.to_dict() for c in self.children],
+            "children": [],
         }
         if self.dropped_events:
             data["dropped_events"] = self.dropped_events
@@ -219,8 +233,38 @@ class Span:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Span:
-        """Rebuild a span tree from :meth:`to_dict` output (values are taken as they are)."""
-        span = cls(
+        """Rebuild a span tree from :meth:`to_dict` output (values are taken as they are; built
+        without recursion, so any depth). ``ValueError`` naming the span and the key for a span
+        that is not an object, lacks a key or holds children, attributes or events of the wrong
+        kind."""
+        root = cls._one(data, None, 0)
+        todo = [(root, data)]
+        while todo:
+            span, source = todo.pop()
+            children = source.get("children", [])
+            if not isinstance(children, list):
+                raise ValueError(f"trace: span {span.span_id!r}'s 'children' is not a list")
+            for i, child in enumerate(children):
+                made = cls._one(child, span, i)
+                span.children.append(made)
+                todo.append((made, child))
+        return root
+
+    @classmethod
+    def _one(cls, data: Any, parent: Span | None, index: int) -> Span:
+        """One span, without its children."""
+        where = "the root span" if parent is None else f"child {index} of span {parent.span_id!r}"
+        if not isinstance(data, Mapping):
+            raise ValueError(f"trace: {where} is {type(data).__name__}, not an object")
+        missing = [k for k in ("kind", "name", "span_id", "started_at") if k not in data]
+        if missing:
+            raise ValueError(f"trace: {where} has no {missing[0]!r}")
+        attributes, events = data.get("attributes", {}), data.get("events", [])
+        if not isinstance(attributes, Mapping):
+            raise ValueError(f"trace: {where}'s 'attributes' is not an object")
+        if not isinstance(events, list):
+            raise ValueError(f"trace: {where}'s 'events' is not a list")
+        return cls(
             kind=data["kind"],
             name=data["name"],
             span_id=data["span_id"],
@@ -229,12 +273,10 @@ class Span:
             duration=data.get("duration"),
             status=data.get("status", "running"),
             error=data.get("error"),
-            attributes=dict(data.get("attributes", {})),
-            events=list(data.get("events", [])),
+            attributes=dict(attributes),
+            events=list(events),
             dropped_events=data.get("dropped_events", 0),
         )
-        span.children = [cls.from_dict(c) for c in data.get("children", [])]
-        return span
 
     def __repr__(self) -> str:
         return (
@@ -279,6 +321,9 @@ class Trace:
                 f"not a kode_nb trace this version reads: schema is {schema!r}{hint}; "
                 f"it reads {', '.join(READABLE_SCHEMAS)}"
             )
+        for key in ("root", "trace_id"):
+            if key not in data:
+                raise ValueError(f"trace: it has no {key!r}")
         return cls(
             root=Span.from_dict(data["root"]), trace_id=str(data["trace_id"]), schema=str(schema)
         )
@@ -321,7 +366,13 @@ class Trace:
     def to_otel(self) -> list[dict[str, Any]]:
         """The spans in OpenTelemetry GenAI form (see the module docstring), parents first."""
         out: list[dict[str, Any]] = []
-        _otel(self.root, None, self.trace_id, out, agent="", model="", turn=None)
+        todo: list[tuple[Span, str | None, str, str, int | None]] = [
+            (self.root, None, "", "", None)
+        ]
+        while todo:  # without recursion: any depth
+            span, parent, agent, model, turn = todo.pop()
+            below = _otel(span, parent, self.trace_id, out, agent=agent, model=model, turn=turn)
+            todo.extend(reversed(below))
         return out
 
     def to_otlp(self, *, service_name: str = "kode_nb") -> dict[str, Any]:
@@ -376,12 +427,12 @@ def _otel(
     agent: str,
     model: str,
     turn: int | None,
-) -> None:
+) -> list[tuple[Span, str | None, str, str, int | None]]:
+    """Append ``span``'s OpenTelemetry form to ``out`` (a turn has none: its spans hang under
+    its parent); its children, each with what it is exported with, to do next."""
     a = span.attributes
     if span.kind == "turn":
-        for c in span.children:
-            _otel(c, parent, trace_id, out, agent=agent, model=model, turn=a.get("turn"))
-        return
+        return [(c, parent, agent, model, a.get("turn")) for c in span.children]
     attrs: dict[str, Any] = {}
     if span.kind == "run":
         agent, model = str(a.get("agent", span.name)), str(a.get("model", ""))
@@ -461,8 +512,7 @@ def _otel(
             ],
         }
     )
-    for c in span.children:
-        _otel(c, span.span_id, trace_id, out, agent=agent, model=model, turn=turn)
+    return [(c, span.span_id, agent, model, turn) for c in span.children]
 
 
 def _any_value(value: Any) -> dict[str, Any]:
