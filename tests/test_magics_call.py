@@ -14,8 +14,8 @@ from IPython.core.error import UsageError
 
 from kode_nb.magics import get_session
 from kode_nb.magics.call_line import parse_call_arguments
-from kode_nb.magics.session import NotebookApprover
 from kode_nb.policy import ApprovalRequest
+from kode_nb.ui._notebook_approver import NotebookApprover
 from kode_nb.ui.terminal import HEADLESS_REASON
 
 TOOLS = '''
