@@ -45,13 +45,14 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports_of(path: Path) -> set[str]:
-    """The kode_nb modules ``path`` imports at run time."""
+def imports_of(path: Path, *, typing: bool = False) -> set[str]:
+    """The kode_nb modules ``path`` imports at run time (``typing``: and for type checking,
+    under ``if TYPE_CHECKING:``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if not typing and isinstance(node, ast.If) and _is_type_checking(node):
             for child in node.orelse:
                 visit(child)
             return
@@ -76,26 +77,28 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
-def graph() -> dict[str, set[str]]:
+def graph(*, typing: bool = False) -> dict[str, set[str]]:
+    """Unit -> the units it imports at run time (``typing``: type-only imports counted too)."""
     edges: dict[str, set[str]] = defaultdict(set)
     for path in sorted(PACKAGE.rglob("*.py")):
         source = unit_of(module_name(path))
         edges.setdefault(source, set())
-        for target in imports_of(path):
+        for target in imports_of(path, typing=typing):
             target_unit = unit_of(target)
             if target_unit != source:  # an import of the facade is an edge to `kode_nb`
                 edges[source].add(target_unit)
     return dict(sorted(edges.items()))
 
 
-def module_graph() -> dict[str, set[str]]:
+def module_graph(*, typing: bool = False) -> dict[str, set[str]]:
     """Module -> the kode_nb modules it imports at run time (a package stands for its
-    ``__init__``; ``import kode_nb.a.b`` counts as importing ``kode_nb.a.b``)."""
+    ``__init__``; ``import kode_nb.a.b`` counts as importing ``kode_nb.a.b``; ``typing``:
+    type-only imports counted too)."""
     paths = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
     edges: dict[str, set[str]] = {}
     for name, path in paths.items():
         targets = set()
-        for target in imports_of(path):
+        for target in imports_of(path, typing=typing):
             while target not in paths and "." in target:  # a name inside a module
                 target = target.rsplit(".", 1)[0]
             if target in paths and target != name:

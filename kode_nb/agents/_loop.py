@@ -300,7 +300,7 @@ class Agent:
 
     def start(
         self, prompt: str, *, step: Stepper | bool | str | None = None, **options: Any
-    ) -> StartedRun:
+    ) -> StartedRun[AgentRunResult]:
         """:meth:`run` as a task on the running loop, returned at once as a
         :class:`~kode_nb.debug.StartedRun`: ``await run.paused()`` for the next pause point
         when stepping (``step=True``: every run pauses, subagents' too; ``"top"``: only this

@@ -106,6 +106,10 @@ class RunState:
                 )
             )
 
+    def stop(self, reason: str) -> None:
+        """End the run now (``cancelled``, with ``reason``): a stepped run stopped at a pause."""
+        self.agent._cancel_now(self, reason)
+
     def remaining(self) -> float | None:
         """Seconds left before the time limit (``None``: no limit)."""
         if self.deadline is None:

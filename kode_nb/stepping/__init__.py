@@ -8,7 +8,8 @@
   ``await run.paused()`` for the next pause point, ``await run`` for the result.
 
 The loop (:mod:`kode_nb.agents`) calls the pause points, so this package sits below it and
-imports nothing of it at run time. :mod:`kode_nb.debug` re-exports these names with the other
+imports nothing of it, not even for type checking: what it reads of a run is the
+:class:`~kode_nb.stepping._step.SteppedRun` protocol, which the loop's run state meets. :mod:`kode_nb.debug` re-exports these names with the other
 debugging tools.
 
 May import: ``traces``, ``models``, ``tools``, ``types``, ``errors``. Nothing here imports

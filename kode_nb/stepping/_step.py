@@ -47,7 +47,7 @@ import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from kode_nb.errors import ConfigurationError, KodeUsageError, ToolValidationError
 from kode_nb.models.base import (
@@ -59,10 +59,48 @@ from kode_nb.models.base import (
 from kode_nb.types import ToolResult
 
 if TYPE_CHECKING:
-    from kode_nb.agents._run import RunState
     from kode_nb.tools._model import Tool
 
-__all__ = ["StepDecision", "StepEditError", "StepPoint", "Stepper", "message_text"]
+__all__ = ["StepDecision", "StepEditError", "StepPoint", "SteppedRun", "Stepper", "message_text"]
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class SteppedRun(Protocol):
+    """What stepping reads of a run, and the one thing it changes (the loop's run state is
+    one): the run's identity and depth, its messages, its tools, its loop, its stepper, and its
+    deadline, which a pause pushes back by the time it waited. Stepping knows no more of the
+    loop than this, so it sits below it."""
+
+    deadline: float | None
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def depth(self) -> int: ...
+
+    @property
+    def agent(self) -> _Named: ...
+
+    @property
+    def messages(self) -> list[Message]: ...
+
+    @property
+    def tools(self) -> dict[str, Tool]: ...
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    @property
+    def stepper(self) -> Stepper | None: ...
+
+    def stop(self, reason: str) -> None:
+        """End the run now (``cancelled``, with ``reason``)."""
+
 
 StepKind = Literal["model_request", "tool_call"]
 Action = Literal["next", "edit", "give_result", "run_to_end", "stop", "cancelled"]
@@ -267,7 +305,7 @@ class Stepper:
         """Every pause so far, in order."""
         self.watchers: list[Callable[[StepPoint], object]] = []
         """Called (loop thread) when a point is decided or an edit is refused."""
-        self._top: RunState | None = None
+        self._top: SteppedRun | None = None
         self._waiters: list[asyncio.Future[StepPoint | None]] = []
         self.ended = False
         """True once the run it steps has ended."""
@@ -380,9 +418,9 @@ class Stepper:
     def _stop_run(self, reason: str) -> None:
         top = self._top
         if top is not None:
-            top.agent._cancel_now(top, f"stopped while stepping: {reason}")
+            top.stop(f"stopped while stepping: {reason}")
 
-    def _bind(self, st: RunState) -> None:
+    def _bind(self, st: SteppedRun) -> None:
         """Called by a top-level run that steps with this stepper."""
         if self._top is not None and not self.ended:
             raise ConfigurationError(
@@ -390,7 +428,7 @@ class Stepper:
             )
         self._top, self.ended = st, False
 
-    def _end(self, st: RunState) -> None:
+    def _end(self, st: SteppedRun) -> None:
         if st is not self._top:
             return
         self.ended = True
@@ -398,6 +436,6 @@ class Stepper:
             point.future.cancel()
         self._wake(None)
 
-    def steps(self, st: RunState) -> bool:
+    def steps(self, st: SteppedRun) -> bool:
         """Whether run ``st`` pauses now."""
         return self.active and not self.ended and (st.depth == 0 or self.nested == "all")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kode_nb.errors import ToolValidationError
 from kode_nb.models.base import (
@@ -18,19 +18,20 @@ from kode_nb.models.base import (
     ToolResultMessage,
     UserMessage,
 )
-from kode_nb.stepping._step import StepDecision, Stepper, StepPoint, message_text
+from kode_nb.stepping._step import StepDecision, SteppedRun, Stepper, StepPoint, message_text
 from kode_nb.traces._trace import parse_arguments
 from kode_nb.types import TextBlock, ToolResult, normalize_name
 
 if TYPE_CHECKING:
-    from kode_nb.agents._result import AgentRunResult
-    from kode_nb.agents._run import RunState
     from kode_nb.traces._trace import Span
+
+ResultT = TypeVar("ResultT")
+"""What a started run gives when awaited (the loop's ``AgentRunResult``)."""
 
 __all__ = ["StartedRun", "given_result", "pause_model_request", "pause_tool_call"]
 
 
-async def _pause(stepper: Stepper, st: RunState, point: StepPoint, span: Span) -> StepDecision:
+async def _pause(stepper: Stepper, st: SteppedRun, point: StepPoint, span: Span) -> StepDecision:
     """Wait for the decision at ``point``; the span gets a ``step`` event (what was decided,
     seconds waited), and the wait does not count against the run's time limit."""
     stepper.points.append(point)
@@ -55,7 +56,7 @@ async def _pause(stepper: Stepper, st: RunState, point: StepPoint, span: Span) -
 
 
 async def pause_model_request(
-    st: RunState, span: Span, request: ModelRequest, body: dict[str, Any], turn: int
+    st: SteppedRun, span: Span, request: ModelRequest, body: dict[str, Any], turn: int
 ) -> ModelRequest | None:
     """Pause before a model request; the request to send (edited or not), ``None``: stop."""
     stepper = st.stepper
@@ -97,7 +98,7 @@ def _role(message: Message) -> str:
 
 
 async def pause_tool_call(
-    st: RunState, span: Span, call_id: str, name: str, raw: str, turn: int
+    st: SteppedRun, span: Span, call_id: str, name: str, raw: str, turn: int
 ) -> StepDecision | None:
     """Pause before a tool call runs; ``None`` when not stepping. An ``edit`` decision's value
     is the validated arguments (JSON-shaped)."""
@@ -150,16 +151,14 @@ def given_result(name: str, call_id: str, text: str) -> ToolResult:
     )
 
 
-class StartedRun:
+class StartedRun(Generic[ResultT]):
     """A run started with :meth:`Agent.start <kode_nb.agents.Agent.start>`: a task on the
     running loop, with its :class:`Stepper` (``None`` when not stepping).
 
     ``await run`` gives the :class:`~kode_nb.agents.AgentRunResult`; ``await run.paused()``
     the next pause point (``None`` once the run has ended)."""
 
-    def __init__(
-        self, task: asyncio.Task[AgentRunResult], stepper: Stepper | None, run_id: str
-    ) -> None:
+    def __init__(self, task: asyncio.Task[ResultT], stepper: Stepper | None, run_id: str) -> None:
         self.task = task
         self.stepper = stepper
         self.run_id = run_id

@@ -24,7 +24,7 @@ import contextlib
 import html
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import ipywidgets as W  # type: ignore[import-untyped]
 
@@ -36,18 +36,47 @@ from kode_nb.ui.html import took
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
-    from kode_nb.magics.session import KodeSession
+    from kode_nb.execution._executor import Executor
     from kode_nb.mcp.server import McpServerHandle
+    from kode_nb.tools._registry import ToolRegistry
     from kode_nb.ui.approval import ApprovalPrompt
     from kode_nb.ui.records import Record
 
-__all__ = ["NotebookServer", "StatusLine"]
+__all__ = ["NotebookServer", "ServingSession", "StatusLine"]
+
+
+class ServingSession(Protocol):
+    """What the panel reads of the notebook session that serves (its ``ServingSession``)."""
+
+    @property
+    def registry(self) -> ToolRegistry: ...
+
+    @property
+    def executor(self) -> Executor:
+        """The session's executor now (a new one after ``%config`` changed its limits)."""
+
+    @property
+    def shell(self) -> Any: ...
+
+    @property
+    def style(self) -> str: ...
+
+    @property
+    def settings(self) -> Any:
+        """The magics' settings (``update_rate``)."""
+
+    @property
+    def views(self) -> dict[str, Any]:
+        """Live views of calls in flight, by call id (the approver puts prompts there)."""
+
+    def remember(self, view: Any) -> None:
+        """Keep ``view`` until its final record is delivered."""
 
 
 class StatusLine:
     """One line of output, replaced in place (``update_display_data``) when the state changes."""
 
-    def __init__(self, session: KodeSession, text: str) -> None:
+    def __init__(self, session: ServingSession, text: str) -> None:
         self.text = text
         self.display_handle: DisplayHandle | None = None
         self.final = False
@@ -90,7 +119,7 @@ class NotebookServer:
 
     def __init__(
         self,
-        session: KodeSession,
+        session: ServingSession,
         *,
         port: int,
         patterns: list[str] | None,
