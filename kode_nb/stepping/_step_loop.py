@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kode_nb.errors import ToolValidationError
@@ -18,7 +19,14 @@ from kode_nb.models.base import (
     ToolResultMessage,
     UserMessage,
 )
-from kode_nb.stepping._step import StepDecision, SteppedRun, Stepper, StepPoint, message_text
+from kode_nb.stepping._step import (
+    StepDecision,
+    StepEditError,
+    SteppedRun,
+    Stepper,
+    StepPoint,
+    message_text,
+)
 from kode_nb.traces._trace import parse_arguments
 from kode_nb.types import TextBlock, ToolResult, normalize_name
 
@@ -187,6 +195,23 @@ class StartedRun(Generic[ResultT]):
 
     def __await__(self) -> Any:
         return self.task.__await__()
+
+    def __aiter__(self) -> AsyncIterator[StepPoint]:
+        """``async for point in run``: each pause point in order, as pydantic-ai's
+        ``async for node in agent_run`` gives each step. Decide in the loop's body (``edit``,
+        ``give_result``, ``stop``...); a point left undecided goes on with ``next()`` when the
+        loop asks for the one after it. The iteration ends with the run (then ``await run``)."""
+        return self._points()
+
+    async def _points(self) -> AsyncIterator[StepPoint]:
+        if self.stepper is None:
+            raise StepEditError(
+                f"run {self.run_id} does not step: start it with step=True to iterate its steps"
+            )
+        while (point := await self.paused()) is not None:
+            yield point
+            if point.decision is None:
+                point.next()
 
 
 def _with_text(message: Message, text: str) -> Message:

@@ -75,6 +75,40 @@ async def test_a_run_pauses_before_each_model_request_and_each_tool_call(
     assert [e["attributes"]["action"] for e in steps] == ["next"] * 6
 
 
+async def test_async_for_walks_every_pause_and_a_decision_in_the_body_holds(
+    math: ToolRegistry,
+) -> None:
+    """``async for point in run`` as pydantic-ai's ``async for node in agent_run``: every pause
+    in order; undecided points go on with next(), a decision made in the body is kept."""
+    run = Agent(model=two_turns(), tools=["add"]).start("Add things.", step=True)
+    seen = []
+    async for point in run:
+        seen.append((point.kind, point.turn, point.tool))
+        if point.tool == "add" and point.arguments == {"a": 5, "b": 6}:
+            point.give_result("eleven")  # answered by hand: the tool does not run
+    result = await run
+    assert result.output == "Done."
+    assert seen == [
+        ("model_request", 1, ""),
+        ("tool_call", 1, "add"),
+        ("tool_call", 1, "add"),
+        ("model_request", 2, ""),
+        ("tool_call", 2, "add"),
+        ("model_request", 3, ""),
+    ]
+    assert RAN == [(1, 2), (3, 4)]
+    steps = [e for s in result.trace.root.walk() for e in s.events if e["name"] == "step"]
+    assert [e["attributes"]["action"] for e in steps] == ["next"] * 4 + ["give_result", "next"]
+
+
+async def test_iterating_a_run_that_does_not_step_says_how_to_step_it(math: ToolRegistry) -> None:
+    run = Agent(model=two_turns(), tools=["add"]).start("Add things.")
+    with pytest.raises(StepEditError, match="step=True"):
+        async for _point in run:
+            pass
+    assert (await run).status == "completed"
+
+
 async def test_the_model_request_pause_shows_the_request_as_the_span_records_it(
     math: ToolRegistry,
 ) -> None:
