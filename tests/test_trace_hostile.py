@@ -281,9 +281,10 @@ def _chain(n: int) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         if i == 0:
             stored["0"] = json.loads(json.dumps(whole))
         else:
-            stored[str(i)] = {"provider": "p", "path": "/", "model": "m", "body": {
-                "tools": None, "messages": [messages[-1]], "n": i},
-                "extends": {"span_id": str(i - 1), "same": ["tools"], "keep": {"messages": i}}}  # fmt: skip
+            body = {"tools": None, "messages": [messages[-1]], "n": i}
+            extends = {"span_id": str(i - 1), "same": ["tools"], "keep": {"messages": i}}
+            stored[str(i)] = {"provider": "p", "path": "/", "model": "m", "body": body,
+                              "extends": extends}  # fmt: skip
         wholes.append(whole)
     return stored, wholes
 

@@ -6,19 +6,24 @@
   else as a Python literal as written (``True``, ``None``, ``[{'x': 1}]``: quotes kept), and
   kept as a string if it is neither. Spaces inside brackets or quotes do not split a pair
   (``a=[1, 2]``). ``key=$var`` passes the notebook variable ``var``.
+
+The line is read in linear time (the regex engine finds quotes, brackets and spaces; a 2 MB value
+is read in a fraction of a second). An argument nested deeper than :data:`MAX_SHOWN_DEPTH`,
+holding itself or holding a lone surrogate, and a Python literal longer than
+:data:`MAX_LITERAL`, are UsageErrors before anything runs or is shown.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import shlex
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
 
-from kode_nb.magics.nesting import check_nesting, too_deep
+from kode_nb.magics.nesting import check_nesting, nesting_depth, too_deep
 
 __all__ = ["parse_call_arguments", "split_call"]
 
@@ -64,6 +69,12 @@ def _value(raw: str, written: str, schema: Any) -> Any:
         pass
     except RecursionError:
         raise too_deep("%tool") from None
+    if len(written) > MAX_LITERAL and written.lstrip()[:1] in ("[", "{", "("):
+        raise UsageError(
+            f"%tool: a value of {len(written):,} characters that is not JSON: a Python literal "
+            f"longer than {MAX_LITERAL:,} is not read. Give it as JSON, or pass it from a notebook "
+            "variable (key=$var)."
+        )
     try:
         return _json_shaped(ast.literal_eval(written))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -82,68 +93,132 @@ def _json_shaped(value: Any) -> Any:
 
 
 _CLOSE = {"[": "]", "{": "}", "(": ")"}
-_SPACES = " \t\r\n"
+_QUOTED = re.compile(
+    r"""'[^']*'|"[^"\\]*(?:\\[\s\S][^"\\]*)*"|(?=[^'"])[^'"\\]*(?:\\[\s\S]?[^'"\\]*)*"""
+)
+"""A quoted string, or a run of text outside quotes (escaped characters in it), by the shell's
+rules."""
+_ESCAPE = re.compile(r"\\[\s\S]")
+_ESCAPED = re.compile(r"\\([\s\S])")
+_BRACKETS = re.compile(r"[\[\]{}()]")
+_SPACE_RUN = re.compile(r"[ \t\r\n]+")
 """What separates pairs: the shell's whitespace (a no-break space is part of a value)."""
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"?')
+"""A JSON string (to the end of the text if it does not close)."""
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+MAX_SHOWN_DEPTH = 200
+"""The deepest nesting of an argument (a notebook variable's value) ``%tool`` takes."""
+MAX_LITERAL = 100_000
+"""The longest value read as a Python literal (``ast.literal_eval`` takes seconds and hundreds
+of MB for a few MB of text); a longer one is read as JSON only."""
 
 
-def _unquoted(text: str) -> list[int] | None:
-    """Where ``text`` is outside quotes (escaped characters excluded), by the shell's rules;
-    None when a quote does not close."""
-    found: list[int] = []
-    quote, i = "", 0
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\" and quote == '"':
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch == "\\":
-            i += 1  # an escaped character, taken as it is
-        elif ch in "'\"":
-            quote = ch
-        else:
-            found.append(i)
-        i += 1
-    return None if quote else found
+def _brackets(text: str) -> str:
+    """The brackets of ``text`` outside JSON strings, in order: what
+    :func:`~kode_nb.magics.nesting.check_nesting` looks at, found by the regex engine (a line of
+    megabytes is checked in milliseconds)."""
+    return _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+
+
+def _blank(match: re.Match[str]) -> str:
+    """A quoted string as ``_``s; in a run outside quotes, each escaped character as ``__``."""
+    text = match.group()
+    if text[0] in "'\"":
+        return "_" * len(text)
+    return _ESCAPE.sub("__", text) if "\\" in text else text
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:
     """The pairs of a line, each as the shell reads it and as written: split at spaces outside
     quotes and outside brackets that close (``a=[1, 2]`` is one pair, ``t=:( n=1`` two);
-    ValueError when a quote does not close (or a line ends in a lone backslash)."""
-    places = _unquoted(text)
-    if places is None:
+    ValueError when a quote does not close (or a line ends in a lone backslash). Linear: quoted
+    text and then bracketed text are blanked out by the regex engine, and the line is split at
+    the spaces left; Python visits only the quotes and the brackets."""
+    masked = _QUOTED.sub(_blank, text)
+    if "'" in masked or '"' in masked:
         raise ValueError("No closing quotation")  # as shlex says it
     opened: list[int] = []
-    grouped: set[int] = set()  # brackets that close, both ends
-    for i in places:
-        ch = text[i]
+    grouped: list[int] = []  # brackets that close, both ends
+    for mark in _BRACKETS.finditer(masked):
+        i = mark.start()
+        ch = masked[i]
         if ch in _CLOSE:
             opened.append(i)
-        elif opened and ch == _CLOSE[text[opened[-1]]]:
-            grouped.update((opened.pop(), i))
-    written: list[str] = []
+        elif opened and ch == _CLOSE[masked[opened[-1]]]:
+            grouped += (opened.pop(), i)
+    grouped.sort()
+    pieces: list[str] = []
     start, depth = 0, 0
-    for i in places:
-        ch = text[i]
-        if i in grouped:
-            depth += 1 if ch in _CLOSE else -1
-        elif ch in _SPACES and depth == 0:
-            written.append(text[start:i])
-            start = i + 1
+    for i in grouped:
+        if masked[i] in _CLOSE:
+            if depth == 0:
+                pieces.append(masked[start:i])
+                start = i
+            depth += 1
+        else:
+            depth -= 1
+            if depth == 0:
+                pieces.append("_" * (i + 1 - start))
+                start = i + 1
+    pieces.append(masked[start:])
+    flat = "".join(pieces)
+    written: list[str] = []
+    start = 0
+    for gap in _SPACE_RUN.finditer(flat):
+        written.append(text[start : gap.start()])
+        start = gap.end()
     written.append(text[start:])
     return [(_shell_word(token), token) for token in written if token.strip()]
 
 
+_PIECE = re.compile(
+    r"""'[^']*'|"[^"\\]*(?:\\[\s\S][^"\\]*)*"|(?=[^'"])[^'"\\]*(?:\\[\s\S][^'"\\]*)*"""
+)
+"""One piece of a shell word: a '...' or "..." string, or a run of text outside quotes (escaped
+characters in it)."""
+_IN_DOUBLE = re.compile(r'\\([\\"])')
+"""In double quotes a backslash escapes only a backslash or a double quote."""
+_OPEN_ESCAPE = re.compile(r'"[^"\\]*(?:\\[\s\S][^"\\]*)*\\')
+"""A double-quoted string that ends in a lone backslash (shlex: "No escaped character")."""
+
+
+def _unescaped(text: str, *, quoted: bool = False) -> str:
+    """Text with its escaped characters taken as they are: outside quotes a backslash escapes
+    any character (``\\x`` is ``x``), in double quotes only a backslash or a double quote
+    (``\\x`` stays). Escapes run left to right, so each pair of backslashes is one backslash;
+    done with ``str.replace`` (at C speed)."""
+    if "\0" in text:
+        return (_IN_DOUBLE if quoted else _ESCAPED).sub(lambda m: m.group(1), text)
+    text = text.replace("\\\\", "\0")
+    text = text.replace('\\"', '"') if quoted else text.replace("\\", "")
+    return text.replace("\0", "\\")
+
+
 def _shell_word(token: str) -> str:
-    """``token`` as the shell reads one word: quotes and escapes taken away, every space in it
-    kept as typed (``[a,  b]`` keeps both spaces)."""
-    lexer = shlex.shlex(token, posix=True)
-    lexer.whitespace = ""
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    return "".join(lexer)
+    """``token`` as the shell reads one word (POSIX rules, as :mod:`shlex` reads them): quotes
+    and escapes taken away, every space in it kept as typed (``[a,  b]`` keeps both spaces).
+    One pass over the text (shlex adds a character at a time to a string: a 2 MB value took
+    minutes); ValueError as shlex raises it for a quote that does not close or a lone backslash
+    at the end."""
+    out: list[str] = []
+    pos, end = 0, len(token)
+    while pos < end:
+        piece = _PIECE.match(token, pos)
+        if piece is None or piece.end() == pos:  # a quote that does not close, or a lone
+            # backslash at the very end
+            lone = token[pos] == "\\" or _OPEN_ESCAPE.fullmatch(token, pos) is not None
+            raise ValueError("No escaped character" if lone else "No closing quotation")
+        text = piece.group()
+        if text[0] == "'":
+            out.append(text[1:-1])
+        elif text[0] == '"':
+            out.append(_unescaped(text[1:-1], quoted=True))
+        elif "\\" in text:
+            out.append(_unescaped(text))
+        else:
+            out.append(text)
+        pos = piece.end()
+    return "".join(out)
 
 
 def parse_call_arguments(
@@ -152,7 +227,7 @@ def parse_call_arguments(
     """The arguments dict of a ``%tool`` line (see the module docstring); UsageError if malformed."""
     if not text:
         return {}
-    check_nesting(text, "%tool")
+    check_nesting(_brackets(text), "%tool")
     if text[0] in "{[":
         try:
             data = json.loads(text)
@@ -166,6 +241,7 @@ def parse_call_arguments(
             raise UsageError(
                 f"%tool: JSON arguments must be an object {{...}}, got {type(data).__name__}"
             )
+        _check_shown("the JSON arguments", data)
         return data
     try:
         pairs = _pairs(text)
@@ -194,4 +270,32 @@ def parse_call_arguments(
             out[key] = namespace[raw[1:]]
         else:
             out[key] = _value(raw, written, props.get(key))
+        _check_shown(f"{key}={raw[:40].encode('utf-8', 'backslashreplace').decode()}", out[key])
     return out
+
+
+def _check_shown(where: str, value: Any) -> None:
+    """UsageError, before anything runs or is shown, for an argument the call cannot take or
+    its view cannot show: one nested deeper than :data:`MAX_SHOWN_DEPTH` (a notebook variable
+    can be: Python's JSON writer recurses once per level, and the call's checks stop at 255) or
+    holding itself, or text holding a lone surrogate (``"\\ud800"``: not UTF-8, so no output
+    can carry it). Checked on the JSON the view writes, at C speed."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        text.encode("utf-8")
+    except RecursionError:
+        text = ""
+    except UnicodeEncodeError as exc:
+        raise UsageError(
+            f"%tool: {where}: the value holds a lone surrogate "
+            f"({exc.object[exc.start : exc.end]!r}), which is not text any output can carry "
+            "(UTF-8 has no such character); pass the string it stands for, or its bytes"
+        ) from None
+    except ValueError as exc:  # "Circular reference detected"
+        raise UsageError(f"%tool: {where}: the value cannot be shown as JSON ({exc})") from None
+    if not text or nesting_depth(_brackets(text), MAX_SHOWN_DEPTH) > MAX_SHOWN_DEPTH:
+        raise UsageError(
+            f"%tool: {where}: the value is nested more than {MAX_SHOWN_DEPTH} levels deep, too "
+            "deep to show or check; flatten it, or call the tool from code "
+            "(kode_nb.Executor.call)"
+        )
