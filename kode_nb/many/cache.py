@@ -7,6 +7,17 @@ changed tool, model or policy starts from an empty folder.
 
 The cache is right or empty:
 
+* **Entries are sealed.** Each entry ends with an HMAC-SHA256 (its last member,
+  ``__kode_nb_seal__``) over the target key, the row key and the rest of the entry's bytes, made with the cache's own secret: 32 random bytes in a key file
+  kept *apart from the entries*, in your state folder
+  (``$XDG_STATE_HOME/kode_nb/cache-keys/<digest of the cache folder's real path>.key``, by
+  default under ``~/.local/state``), created atomically with mode ``0600`` in a ``0700``
+  folder (:func:`cache_key_file`). An entry whose seal does not check out — planted, edited,
+  moved to another row's name, copied from another machine or written before entries were
+  sealed — is skipped with a note before it is parsed, and its row runs again. A cache folder
+  that travels with a project (committed, unpacked, shared) brings no key, so nothing in it is
+  served; moving the cache folder starts it afresh. A key file that is not a regular file of
+  32 bytes owned by you and readable by you alone is not used: nothing is read or written.
 * **Reading** opens the entry through a handle on the folder with ``O_NOFOLLOW`` (a symlink,
   or a folder that is one, is never followed out of the cache), checks it is a regular file
   under the size cap, parses it and checks every field's type (a ``"cost": "NaN"``, JSON nested
@@ -27,9 +38,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
+import hmac
 import json
 import math
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -38,7 +52,7 @@ from typing import Any
 
 from kode_nb.many.rows import RowResult
 
-__all__ = ["DEFAULT_CACHE_DIR", "DEFAULT_MAX_ENTRY_BYTES", "RunCache"]
+__all__ = ["DEFAULT_CACHE_DIR", "DEFAULT_MAX_ENTRY_BYTES", "RunCache", "cache_key_file"]
 
 DEFAULT_CACHE_DIR = Path(".kode_nb") / "runs"
 """The default root, relative to the working directory (a notebook's folder)."""
@@ -49,6 +63,10 @@ _SHARED_MIN = 4096
 _SHARED_KEY = "__kode_nb_shared__"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_KEY_BYTES = 32
+_SEAL_KEY = b"__kode_nb_seal__"
+"""The last member of a sealed entry: the HMAC-SHA256 (hex) of the JSON without it."""
+_SEALED = re.compile(rb', "' + _SEAL_KEY + rb'": "([0-9a-f]{64})"\}\Z')
 
 
 class BadEntry(ValueError):
@@ -64,13 +82,19 @@ class RunCache:
         target_key: str,
         *,
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+        key_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self.root = Path(root)
         self.folder = self.root / target_key
         """Where this target's rows are kept."""
         self.max_entry_bytes = max_entry_bytes
+        self.target_key = target_key
+        self.key_file = Path(key_file) if key_file is not None else None
+        """The file holding the secret that seals the entries (``None``: :func:`cache_key_file`
+        of :attr:`root`, found when first needed)."""
+        self._secret: bytes | None = None
         self.notes: list[str] = []
-        """What was skipped and why (bad entries), newest last."""
+        """What was skipped and why (bad or unsealed entries), newest last."""
         self.remove_stale_temporaries()
 
     def path(self, row_key: str) -> Path:
@@ -91,16 +115,22 @@ class RunCache:
             return [None] * len(row_keys)
         if dfd is None:
             return [None] * len(row_keys)
+        try:
+            secret = self.secret()
+        except (OSError, BadEntry) as exc:
+            os.close(dfd)
+            self.notes.append(f"the cache was not read: {exc}")
+            return [None] * len(row_keys)
         collecting = gc.isenabled()
         gc.disable()  # parsing makes many dicts and no cycles: no collection passes meanwhile
         try:
-            return [self._get(dfd, key) for key in row_keys]
+            return [self._get(dfd, key, secret) for key in row_keys]
         finally:
             os.close(dfd)
             if collecting:
                 gc.enable()
 
-    def _get(self, dfd: int, row_key: str) -> RowResult | None:
+    def _get(self, dfd: int, row_key: str, secret: bytes) -> RowResult | None:
         name = f"{row_key}.json"
         try:
             raw = self._read(dfd, name)
@@ -110,7 +140,8 @@ class RunCache:
             self._skip(name, exc)
             return None
         try:
-            result = decode_entry(raw)
+            body = open_seal(raw, self._mac(secret, row_key))
+            result = decode_entry(body)
         except (BadEntry, ValueError, TypeError, RecursionError) as exc:
             self._skip(name, exc)
             return None
@@ -130,15 +161,34 @@ class RunCache:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise BadEntry("it is not a regular file")
-            if info.st_size > self.max_entry_bytes:
+            cap = self.max_entry_bytes + len(_SEAL_KEY) + 72
+            if info.st_size > cap:
                 raise BadEntry(f"it holds {info.st_size:,} bytes, over the cap")
-            return fh.read(self.max_entry_bytes + 1)
+            return fh.read(cap + 1)
 
     def _skip(self, name: str, exc: BaseException) -> None:
         why = (
             "nested too deep" if isinstance(exc, RecursionError) else str(exc) or type(exc).__name__
         )
         self.notes.append(f"skipped the cache entry {name} (its row runs again): {why}")
+
+    # ---------------------------------------------------------------- the seal
+
+    def secret(self) -> bytes:
+        """The secret that seals this cache's entries (made on first use; see the module
+        docstring). Raises :class:`BadEntry` when the key file is not one to trust."""
+        if self._secret is None:
+            if self.key_file is None:
+                self.key_file = cache_key_file(self.root)
+            self._secret = _load_or_make_key(self.key_file)
+        return self._secret
+
+    def _mac(self, secret: bytes, row_key: str) -> hmac.HMAC:
+        mac = hmac.new(secret, digestmod=hashlib.sha256)
+        for part in (self.target_key, row_key):
+            data = part.encode()
+            mac.update(len(data).to_bytes(8, "little") + data)
+        return mac
 
     def _open_folder(self, *, create: bool) -> int | None:
         """A handle on the target's folder; never through a symlink."""
@@ -182,10 +232,11 @@ class RunCache:
         dfd = self._open_folder(create=True)
         assert dfd is not None
         try:
+            sealed = seal(text.encode("utf-8"), self._mac(self.secret(), row_key))
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=dfd)
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(text)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(sealed)
                 os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -231,6 +282,88 @@ class RunCache:
 
     def __repr__(self) -> str:
         return f"RunCache({str(self.folder)!r})"
+
+
+def cache_key_file(root: str | os.PathLike[str]) -> Path:
+    """Where the secret sealing the cache under ``root`` is kept: in your state folder
+    (``$XDG_STATE_HOME``, else ``~/.local/state``), named after the folder's real path — apart
+    from the entries, so a cache folder that is copied, committed or unpacked brings none."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    where = os.path.realpath(os.fspath(root))
+    digest = hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return Path(state) / "kode_nb" / "cache-keys" / f"{digest}.key"
+
+
+def _load_or_make_key(path: Path) -> bytes:
+    """The secret in ``path``; made first when there is none (atomically: a complete file,
+    linked in under its name, so two processes agree on one)."""
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(_KEY_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(FileExistsError):  # another process made it first: use theirs
+            os.link(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    fd = (
+        os.open(path, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK)
+        if _NOFOLLOW
+        else os.open(path, os.O_RDONLY)
+    )
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        why = None
+        if not stat.S_ISREG(info.st_mode):
+            why = "is not a regular file"
+        elif hasattr(os, "getuid") and info.st_uid != os.getuid():
+            why = "belongs to another user"
+        elif os.name == "posix" and info.st_mode & 0o077:
+            why = f"can be read or written by others (mode {stat.S_IMODE(info.st_mode):o})"
+        elif info.st_size != _KEY_BYTES:
+            why = f"holds {info.st_size} bytes, not {_KEY_BYTES}"
+        if why:
+            raise BadEntry(f"its key file {path} {why}; remove it to start the cache afresh")
+        return fh.read(_KEY_BYTES + 1)
+
+
+def seal(body: bytes, mac: hmac.HMAC) -> bytes:
+    """The JSON object ``body`` with its seal added as its last member (``mac``: an unfinished
+    HMAC, completed over ``body``), so a sealed entry is still plain JSON."""
+    mac.update(body)
+    if not body.startswith(b"{") or not body.endswith(b"}") or body == b"{}":
+        raise BadEntry("only a JSON object with members can be sealed")
+    return body[:-1] + b', "' + _SEAL_KEY + b'": "' + mac.hexdigest().encode() + b'"}'
+
+
+def open_seal(raw: bytes, mac: hmac.HMAC) -> bytes:
+    """The entry's JSON without its seal, when the seal checks out; :class:`BadEntry` otherwise
+    (nothing of it was parsed)."""
+    found = _SEALED.search(raw)
+    if found is None:
+        raise BadEntry("it is not sealed by this cache (planted, or written by an older kode_nb)")
+    body = raw[: found.start()] + b"}"
+    mac.update(body)
+    if not hmac.compare_digest(found.group(1), mac.hexdigest().encode()):
+        raise BadEntry(
+            "its seal does not match this cache's key (the entry was planted, edited, moved "
+            "from another row, or written with another key)"
+        )
+    return body
 
 
 def _alive(pid: int) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 from kode_nb._lifecycle import Interrupted, Phase, phase_of
 from kode_nb._live import can_show, show_started
 from kode_nb.errors import ConfigurationError
+from kode_nb.many._channel import LOG
 from kode_nb.many._recheck import decisions_hold
 from kode_nb.many._relay import add_note
 from kode_nb.many.cache import DEFAULT_CACHE_DIR, RunCache
@@ -34,7 +35,7 @@ from kode_nb.many.engines import Engine, make_engine
 from kode_nb.many.inbox import Inbox
 from kode_nb.many.rows import RowResult, normalize_inputs, redact_result, row_key
 from kode_nb.many.runner import Prices
-from kode_nb.many.target import Target, as_target
+from kode_nb.many.target import Target, Uncacheable, as_target
 
 __all__ = ["ManyRun", "Progress", "arun_many", "run_many"]
 
@@ -95,6 +96,8 @@ class ManyRun:
         self.engine = engine
         self.inbox = inbox
         self.cache = cache
+        self.cache_notice: str | None = None
+        """Why this batch runs without the cache it was asked to use (``None``: it does not)."""
         self.max_concurrency = max_concurrency
         self.prices = prices
         self.results: list[RowResult | None] = [None] * len(rows)
@@ -131,8 +134,10 @@ class ManyRun:
 
     @property
     def notes(self) -> list[str]:
-        """What the batch skipped and why (bad cache entries)."""
-        return list(self.cache.notes) if self.cache is not None else []
+        """What the batch skipped and why: the cache itself (:attr:`cache_notice`), bad or
+        unauthenticated cache entries."""
+        notes = [self.cache_notice] if self.cache_notice else []
+        return notes + (list(self.cache.notes) if self.cache is not None else [])
 
     def counts(self) -> dict[str, int]:
         """Rows by outcome: ``ok``, ``failed``, ``cancelled``, ``running`` and ``pending``
@@ -417,10 +422,18 @@ def _prepare(
     target = as_target(agent_or_tool, prompt=prompt, model=model, label=label, registry=registry)
     rows = normalize_inputs(inputs)
     store = None
+    notice = None
     if cache is not False:
         root = DEFAULT_CACHE_DIR if cache is True else Path(cache)
-        store = RunCache(root, target.key())
-    return ManyRun(
+        try:
+            store = RunCache(root, target.key())
+        except Uncacheable as exc:
+            notice = (
+                f"not cached: {exc}; a cached answer could not tell whether it changed, so "
+                "this batch runs every row and keeps none"
+            )
+            LOG.warning("run_many(%s): %s", target.display, notice)
+    batch = ManyRun(
         target,
         rows,
         engine=make_engine(engine, retries=retries),
@@ -429,6 +442,8 @@ def _prepare(
         max_concurrency=max_concurrency,
         prices=prices,
     )
+    batch.cache_notice = notice
+    return batch
 
 
 def run_many(

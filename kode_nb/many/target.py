@@ -8,10 +8,15 @@ pickles with ``cloudpickle`` (tools defined in a notebook included), which is ho
 Ray engines ship it.
 
 :meth:`Target.key` is a hash of the definition — name, prompts, model identity and settings,
-each tool's name, schema, kind, approval rule and code (a digest of its function's bytecode,
-constants and names, nested functions included), limits, the executor's policy — so a cache
-entry is reused only for the same definition (the inbox's policy is checked row by row
-instead: :mod:`kode_nb.many._recheck`).
+each tool's name, schema, kind, approval rule and code, limits, the executor's policy — so a
+cache entry is reused only for the same definition (the inbox's policy is checked row by row
+instead: :mod:`kode_nb.many._recheck`). Each function in it (a tool's, a prompt function, a
+model factory or script step, a policy function) counts by
+:func:`~kode_nb.many._fingerprint.fingerprint`: its code, its closure cells, its default
+arguments and the module globals it reads, by content, and the same for the functions and
+classes of your code it reaches. When one of those values cannot be hashed by content (a
+client, a connection), :meth:`Target.key` raises :class:`Uncacheable` saying which and where:
+the batch then runs without the cache.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ from dataclasses import fields as dc_fields
 from typing import Any, Literal
 
 from kode_nb.errors import ConfigurationError
+from kode_nb.many._fingerprint import Unhashable, fingerprint
 
 __all__ = [
     "Target",
+    "Uncacheable",
     "as_target",
     "fresh_model",
     "model_identity",
@@ -77,14 +84,18 @@ class Target:
         return self.label or self.name
 
     def key(self) -> str:
-        """A hex digest of the definition: equal definitions, equal keys."""
-        tools = [tool_identity(t) for t in self.tools]
+        """A hex digest of the definition: equal definitions, equal keys. Raises
+        :class:`Uncacheable` when a value a function reads cannot be hashed by content."""
+        tools = [_naming(f"tool {t.name!r}", tool_identity, t) for t in self.tools]
+        prompt = self.prompt
         data = {
             "name": self.name,
             "kind": self.kind,
             "system_prompt": self.system_prompt,
-            "prompt": _callable_identity(self.prompt) if callable(self.prompt) else self.prompt,
-            "model": model_identity(self.model),
+            "prompt": _naming("the prompt function", _callable_identity, prompt)
+            if callable(prompt)
+            else prompt,
+            "model": _naming("the model", model_identity, self.model),
             "tools": tools,
             "max_turns": self.max_turns,
             "time_limit": self.time_limit,
@@ -94,9 +105,13 @@ class Target:
             "output_model": _schema_of(self.output_model),
             "definition": _definition_identity(self.definition),
             "function": getattr(self.function, "kode_nb_identity", None)
-            or (_callable_identity(self.function) if self.function is not None else None),
+            or (
+                _naming(f"the function {self.name!r}", _callable_identity, self.function)
+                if self.function is not None
+                else None
+            ),
             "extra": dict(self.extra),
-            "policy": policy_identity(self.policy),
+            "policy": _naming("the policy", policy_identity, self.policy),
         }
         text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -119,6 +134,18 @@ class Target:
             state["policy"] = policy.build()
         for name, value in state.items():
             object.__setattr__(self, name, value)
+
+
+class Uncacheable(ValueError):
+    """A target whose answers depend on a value the cache key cannot cover (its message says
+    which, and where it is read): the batch runs without the cache."""
+
+
+def _naming(what: str, identity: Callable[[Any], Any], value: Any) -> Any:
+    try:
+        return identity(value)
+    except Unhashable as exc:
+        raise Uncacheable(f"{what}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -296,7 +323,7 @@ def tool_identity(tool: Any) -> dict[str, Any]:
         "approval": _value_identity(getattr(tool, "approval", None)),
         "timeout": getattr(tool, "timeout", None),
         "isolation": getattr(tool, "isolation", None),
-        "code": _callable_identity(_unwrap(getattr(tool, "function", None))),
+        "code": _callable_identity(getattr(tool, "function", None)),
     }
 
 
@@ -342,26 +369,18 @@ def _value_identity(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_value_identity(v) for v in value]
     if callable(value):
-        return _callable_identity(_unwrap(value))
+        return _callable_identity(value)
     return repr(value)
 
 
 def _callable_identity(fn: Any) -> str:
-    """A function's name and a digest of its code (nested functions included; no addresses,
-    so it is the same in every process)."""
-    code = getattr(fn, "__code__", None)
-    digest = _code_digest(code).hexdigest()[:12] if code is not None else ""
-    return f"{getattr(fn, '__qualname__', type(fn).__name__)}:{digest}"
-
-
-def _code_digest(code: Any) -> Any:
-    h = hashlib.sha256(code.co_code)
-    h.update(repr(code.co_names).encode())
-    for const in code.co_consts:
-        h.update(
-            _code_digest(const).digest() if hasattr(const, "co_code") else repr(const).encode()
-        )
-    return h
+    """A function's name and its :func:`~kode_nb.many._fingerprint.fingerprint` (code, closure
+    cells, defaults and the globals it reads, by content; no addresses, so it is the same in
+    every process). Raises :class:`~kode_nb.many._fingerprint.Unhashable`."""
+    if fn is None:
+        return ""
+    named = _unwrap(fn)
+    return f"{getattr(named, '__qualname__', type(named).__name__)}:{fingerprint(fn)[:16]}"
 
 
 def _schema_of(model: Any) -> Any:

@@ -7,6 +7,7 @@ workers (whose processes cannot import this test module).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,31 @@ from kode_nb import Agent, Executor, ToolRegistry, define_tool
 from kode_nb.models import ScriptedModel, call
 
 
+def call_log(calls: list[Any] | None) -> Callable[[Any], None]:
+    """A recorder of a tool's calls into ``calls`` that does not decide its answers: the run
+    cache's key leaves it out (``__kode_nb_cache_key__``), so a re-run of the same tool is
+    served. (Its class is made here, so cloudpickle ships it to workers by value.)"""
+
+    class CallLog:
+        def __call__(self, value: Any) -> None:
+            if calls is not None:
+                calls.append(value)
+
+        def __kode_nb_cache_key__(self) -> str:
+            return "a call log"
+
+    return CallLog()
+
+
 def square_agent(calls: list[int] | None = None, *, kind: str = "read") -> Agent:
     """An agent that squares the number in its prompt with the `square` tool (kind ``kind``:
     ``edit`` asks for approval), then answers ``"n^2 = m"``. ``calls`` collects each x squared."""
     reg = ToolRegistry()
+    record = call_log(calls)
 
     def square(x: int) -> int:
         """Square a number."""
-        if calls is not None:
-            calls.append(x)
+        record(x)
         if x < 0:
             raise ValueError("negative numbers are not allowed")
         return x * x
