@@ -2,12 +2,14 @@
 can end.
 
 Each entry point starts the same edit tool, ``write_note`` (it asks for approval and records in
-``RAN`` every path it wrote), as a user would start it: ``%tool``, ``%%ask``, ``executor.call``
-and ``Agent.run`` awaited in a cell, ``interop.start()`` around pydantic-ai (a kode_nb toolset,
-and its deferred approvals), the OpenAI Agents SDK (kode_nb's approval, and the SDK's own
-``needs_approval``) and LangChain, and ``run_many``. Each is then approved or denied with a
-click (the ``comm_msg`` a browser sends) or in code from a later cell, left unanswered until the
-runner limit, or interrupted (the idle kernel, or the cell awaiting it). In every case:
+``RAN`` every path it wrote), as a user would start it: ``%tool``, ``%%ask``,
+``interop.start()`` around pydantic-ai (a kode_nb toolset, and its deferred approvals), the
+OpenAI Agents SDK (kode_nb's approval, and the SDK's own ``needs_approval``) and LangChain, and
+``run_many``, each returning a handle; and ``executor.call``, ``Agent.run`` and ``kode_nb.fork``
+awaited in their cell (the form expanded and fork cells write). Each is then approved or denied
+with a click (the ``comm_msg`` a browser sends) or in code from a later cell, left unanswered
+until the runner limit, interrupted (the idle kernel, or the cell awaiting it), given up by an
+``asyncio.wait_for``, or cut off by a kernel restart. In every case:
 
 * the tool ran exactly once when approved and never otherwise;
 * the record of the call says who decided (``decided_by``), once;
@@ -158,11 +160,15 @@ ENTRIES: dict[str, Entry] = {
 _paths = itertools.count()
 
 
-@pytest.fixture(scope="module", autouse=True)
 def _setup(kernel: Kernel) -> None:
     kernel.ok(NOTE_TOOL)
     kernel.ok(FRAMEWORKS)
     kernel.ok(HELPERS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_setup(kernel: Kernel) -> None:
+    _setup(kernel)
 
 
 def _start(kernel: Kernel, entry: Entry, *, allow_stdin: bool = True) -> tuple[str, int]:
@@ -317,9 +323,16 @@ AWAITED = {
         "    [scripted_call('write_note', path={p!r}, text='x'), 'done']))\n"
         "result = await agent.run('Write the note.')",
     ),
+    "fork": (
+        "run",
+        "base = await kode_nb.Agent(name='scribe', tools=['write_note'],\n"
+        "    model=ScriptedModel(['Nothing to write.'])).run('Write the note.')\n"
+        "result = await kode_nb.fork(base, at=1, model=ScriptedModel(\n"
+        "    [scripted_call('write_note', path={p!r}, text='x'), 'done']))",
+    ),
 }
-"""Entry points a cell awaits at once (the form expanded cells and scripts use): the cell holds
-the kernel's shell, so the click arrives on a subshell, as JupyterLab sends it."""
+"""Entry points a cell awaits at once (the form expanded cells, fork cells and scripts use): the
+cell holds the kernel's shell, so the click arrives on a subshell, as JupyterLab sends it."""
 
 
 @pytest.mark.parametrize("name", list(AWAITED))
@@ -341,7 +354,7 @@ def test_a_click_answers_a_call_awaited_in_the_cell(kernel: Kernel, name: str, a
         30,
     )
     assert _ran(kernel, path) == (1 if answer == "Approve" else 0)
-    ended = {"executor.call": {"Approve": "ok", "Deny": "denied"}, "Agent.run": {}}[name]
+    ended = {"executor.call": {"Approve": "ok", "Deny": "denied"}}.get(name, {})
     assert kernel.value("result.status") == ended.get(answer, "completed")
 
 
@@ -357,3 +370,43 @@ def test_interrupting_a_cell_awaiting_a_call_cancels_it(kernel: Kernel, name: st
     kernel.ok("await kode_nb.settle(timeout=20)")
     assert _ran(kernel, path) == 0
     assert kernel.value("len(get_session().executor.running())") == "0"
+
+
+TOUCH_TOOL = '''%%tool --kind edit
+from pathlib import Path
+
+
+def touch_file(name: str) -> str:
+    """Create an empty file.
+
+    Args:
+        name: Its name, in the kernel's folder.
+    """
+    Path(name).touch()
+    return f"created {name}"
+'''
+
+
+def test_a_restart_while_a_call_waits_runs_nothing_and_a_late_click_is_harmless(
+    kernel: Kernel,
+) -> None:
+    """Last in the module: it restarts the kernel (and sets the module's cells up again)."""
+    kernel.ok(TOUCH_TOOL)
+    start = len(kernel.log)
+    kernel.ok("h = %tool touch_file name=restarted.txt")
+    approve = kernel.button("Approve", start)
+    kernel.km.restart_kernel(now=True)
+    kernel.kc.wait_for_ready(timeout=60)
+    kernel.click(approve)  # the click of a page that still shows the old prompt
+    kernel.ok("import os")
+    assert kernel.value("os.path.exists('restarted.txt')") == "False"
+    kernel.ok("%load_ext kode_nb")  # the new kernel works as before
+    kernel.ok(TOUCH_TOOL)
+    kernel.ok("%approval auto")
+    kernel.ok("h = %tool touch_file name=after.txt")
+    kernel.until("h.done()", "True")
+    assert kernel.value("h.result().text, os.path.exists('restarted.txt')") == (
+        "created after.txt False"
+    )
+    kernel.ok("%approval ask")
+    _setup(kernel)
