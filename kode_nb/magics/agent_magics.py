@@ -417,6 +417,8 @@ def _described(model: Any, label: str) -> str:
     makes one for each run."""
     if not label.startswith("$"):
         return label
+    if isinstance(model, str):  # a variable holding a model name
+        return f"{label} ({model})"
     name = getattr(model, "name", None)
     if isinstance(name, str) and name and hasattr(model, "stream"):
         return f"{label} ({name})"

@@ -107,7 +107,8 @@ def _variable(name: str, namespace: Mapping[str, Any], where: str, what: str) ->
 def resolve_model_spec(value: Any, namespace: Mapping[str, Any], where: str) -> tuple[Any, str]:
     """``(model spec, label)`` from ``model:`` / ``--model`` / ``%model``.
 
-    A spec is a model name (checked now), a Model object, or a zero-argument factory."""
+    A spec is a model name (checked now), a Model object, or a zero-argument factory; a
+    ``$variable`` holds any of the three (a name as a string)."""
     from kode_nb.agents._toolset import is_model
 
     if not isinstance(value, str) or not value.strip():
@@ -118,12 +119,19 @@ def resolve_model_spec(value: Any, namespace: Mapping[str, Any], where: str) -> 
         obj = _variable(name, namespace, where, "model")
         if is_model(obj):
             return obj, f"${name}"
+        if isinstance(obj, str) and obj.strip():
+            return _model_name(obj.strip(), where), f"${name}"
         if callable(obj) and not isinstance(obj, type):
             return obj, f"${name}"
         raise UsageError(
-            f"{where}: model ${name} is {type(obj).__name__}, not a Model (an object with .name and "
-            "stream()) or a zero-argument function returning one"
+            f"{where}: model ${name} is {type(obj).__name__}, not a Model (an object with .name "
+            "and stream()), a zero-argument function returning one, or a model name"
         )
+    return _model_name(text, where), text
+
+
+def _model_name(text: str, where: str) -> str:
+    """``text`` if it names a model (``test``, ``openai:gpt-4.1-mini``...); else UsageError."""
     if text.lower() == "scripted":
         raise UsageError(
             f"{where}: model 'scripted' needs its script: put it in a variable, "
@@ -137,7 +145,7 @@ def resolve_model_spec(value: Any, namespace: Mapping[str, Any], where: str) -> 
         resolve_model(text)
     except ConfigurationError as exc:
         raise UsageError(f"{where}: {exc}") from None
-    return text, text
+    return text
 
 
 def model_object(spec: Any, where: str) -> Any:

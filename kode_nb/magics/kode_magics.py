@@ -384,7 +384,7 @@ class KodeMagics(Magics):
 
     @magic_arguments()
     @argument("--agent", help="run this registered agent (the text fills its one text input)")
-    @argument("--model", help="a model name, or $var: a Model or a function returning one")
+    @argument("--model", help="a model name, or $var: a Model, a function returning one, or a name")
     @argument("--tools", help="comma-separated tools and selectors (default: every allowed tool)")
     @argument("--max-turns", type=int, help="the most model calls")
     @argument(

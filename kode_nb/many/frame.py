@@ -1,7 +1,8 @@
 """The results of a batch as a table: one row per input, in input order.
 
-Columns: the input's columns (prefixed ``input.`` where a name clashes with a result column),
-then ``output``, ``status``, ``error``, ``turns``, ``input_tokens``, ``output_tokens``,
+Columns: the input's columns (prefixed ``input.`` where a name clashes with a result column:
+an input column ``note`` is ``input.note``, said by :func:`warn_renamed` in a warning, the log and
+the batch's notes), then ``output``, ``status``, ``error``, ``turns``, ``input_tokens``, ``output_tokens``,
 ``cost``, ``duration``, ``cached``, ``worker``, ``trace`` (the path of the cache file that
 holds the row's trace; :meth:`~kode_nb.many.core.ManyRun.trace` loads it) and ``note``. A row
 not finished has status ``pending`` (or ``running``). Every value is redacted
@@ -15,14 +16,17 @@ dicts, without pandas.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kode_nb.errors import ConfigurationError
+from kode_nb.many._channel import LOG
 
 if TYPE_CHECKING:
     from kode_nb.many.core import ManyRun
 
-__all__ = ["RESULT_COLUMNS", "result_records", "results_frame"]
+__all__ = ["RESULT_COLUMNS", "renamed_columns", "result_records", "results_frame", "warn_renamed"]
 
 RESULT_COLUMNS = (
     "output",
@@ -38,6 +42,32 @@ RESULT_COLUMNS = (
     "trace",
     "note",
 )
+
+_RESULT_SET = frozenset(RESULT_COLUMNS)
+
+
+def renamed_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The input columns that clash with a result column (so show as ``input.NAME``), in the
+    order first met."""
+    found: dict[str, None] = {}
+    for row in rows:
+        if not _RESULT_SET.isdisjoint(row):
+            found.update((k, None) for k in row if k in _RESULT_SET)
+    return list(found)
+
+
+def warn_renamed(rows: Sequence[Mapping[str, Any]], where: str) -> str | None:
+    """Say which input columns the results rename (a :class:`UserWarning` and a log line) and
+    return the same sentence for the batch's notes; ``None`` when none is renamed."""
+    renamed = renamed_columns(rows)
+    if not renamed:
+        return None
+    moves = ", ".join(f"{k!r} is 'input.{k}'" for k in renamed)
+    s = "s" if len(renamed) > 1 else ""
+    notice = f"input column{s} renamed: {moves} in the results (a result column has that name)"
+    LOG.warning("run_many(%s): %s", where, notice)
+    warnings.warn(f"run_many({where}): {notice}", UserWarning, stacklevel=4)
+    return notice
 
 
 def result_records(batch: ManyRun, *, finished_only: bool = False) -> list[dict[str, Any]]:

@@ -174,6 +174,12 @@ class SimpleParamsValidator(_CoreValidator):
 class LoneModelValidator(_PydanticValidator):
     """The function's only parameter is a pydantic model: the arguments object *is* that model.
 
+    The schema the model sees is the model's own, so its fields come at the top level
+    (``{"city": "Rome"}`` for ``def hot_days(query: Query)``). Arguments wrapped in the
+    parameter's name (``{"query": {"city": "Rome"}}``, that key alone, holding an object) are
+    read as that object too, the way pydantic-ai reads a lone model-like parameter: at once when
+    the model has no field of that name, and only if the plain reading fails when it has.
+
     With ``allowed`` (the model's input keys), other keys are rejected like the schema's
     ``additionalProperties: false`` says, while the instances stay of the user's own class.
     """
@@ -189,19 +195,90 @@ class LoneModelValidator(_PydanticValidator):
         self.param = param
         """The parameter that receives the model instance."""
         self._allowed = allowed
+        properties = schema.get("properties")
+        self._param_is_field = isinstance(properties, Mapping) and param in properties
+        """Whether ``param`` is also one of the model's top-level keys (then wrapping is ambiguous)."""
+        self._needle = json.dumps(param)
+        self._needle_bytes = self._needle.encode()
 
     def validate(self, raw: _RawArgs, *, tool: str) -> dict[str, Any]:
-        if self._allowed is not None and not _is_empty(raw):
-            self._reject_unknown_keys(raw, tool)
-        return {self.param: self._instance(raw, tool)}
+        inner = self._wrapped(raw)
+        if inner is None:
+            return self._validate(raw, tool)
+        if not self._param_is_field:
+            return self._validate(inner, tool)
+        try:
+            return self._validate(raw, tool)
+        except ToolValidationError as plain:
+            try:
+                return self._validate(inner, tool)
+            except ToolValidationError:
+                raise plain from None
+
+    def _validate(self, raw: _RawArgs, tool: str) -> dict[str, Any]:
+        try:
+            if self._allowed is not None and not _is_empty(raw):
+                self._reject_unknown_keys(raw, tool)
+            return {self.param: self._instance(raw, tool)}
+        except ToolValidationError as exc:
+            if any(issue.path == self.param for issue in exc.issues):
+                raise ToolValidationError(tool, self._explained(exc.issues)) from None
+            raise
+
+    def _wrapped(self, raw: _RawArgs) -> Mapping[str, Any] | None:
+        """The object inside ``{param: {...}}`` (that key alone; an instance of the model is
+        dumped), else ``None``."""
+        data: Any = raw
+        if isinstance(raw, str):
+            if self._needle not in raw:
+                return None
+            data = self._parsed(raw)
+        elif isinstance(raw, (bytes, bytearray)):
+            if self._needle_bytes not in raw:
+                return None
+            data = self._parsed(raw)
+        if isinstance(data, Mapping) and len(data) == 1 and self.param in data:
+            inner = data[self.param]
+            if isinstance(inner, self.model):  # `%tool NAME query=$q`, q an instance
+                dumped: dict[str, Any] = inner.model_dump(by_alias=True)
+                return dumped
+            if isinstance(inner, Mapping):
+                return inner
+        return None
+
+    @staticmethod
+    def _parsed(raw: str | bytes | bytearray) -> Any:
+        try:
+            return from_json(raw)
+        except ValueError:
+            return None  # validation reports the bad JSON
+
+    def _explained(self, issues: Sequence[FieldIssue]) -> list[FieldIssue]:
+        """Say where the fields go when the parameter's own name was given as an argument."""
+        fields = ", ".join(f"`{name}`" for name in self.schema.get("properties") or ())
+        where = (
+            f"this tool's arguments are the fields of {self.model.__name__} ({fields}) at the "
+            f"top level, not inside `{self.param}`"
+        )
+        return [
+            FieldIssue(
+                path=issue.path,
+                message=f"unexpected field; {where}",
+                expected=issue.expected,
+                received=issue.received,
+                missing=issue.missing,
+            )
+            if issue.path == self.param and issue.message.startswith("unexpected field")
+            else issue
+            for issue in issues
+        ]
 
     def _reject_unknown_keys(self, raw: _RawArgs, tool: str) -> None:
         data: Any = raw
         if isinstance(raw, (str, bytes, bytearray)):
-            try:
-                data = from_json(raw)
-            except ValueError:
-                return  # validation reports the bad JSON
+            data = self._parsed(raw)
+            if data is None:
+                return
         if not isinstance(data, Mapping):
             return
         assert self._allowed is not None

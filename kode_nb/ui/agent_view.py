@@ -166,7 +166,7 @@ class RunView(W.VBox, EndedRun):  # type: ignore[misc]
         """(Top level) futures resolved when an approval prompt appears or the run ends."""
         self._parts: list[
             tuple[str, Any]
-        ] = []  # ("turn", n) | ("text", StreamView) | ("row", row) | ("step", StepPrompt)
+        ] = []  # ("turn", n) | ("text", StreamView) | ("note", html) | ("row", row) | ("step", StepPrompt)
         self._stream: StreamView | None = None
         self._t0 = time.monotonic()
         self._coalescer = Coalescer(self._flush, rate=rate, loop=self.loop)
@@ -239,6 +239,8 @@ class RunView(W.VBox, EndedRun):  # type: ignore[misc]
             self._coalescer.push(event.text)
         elif kind == "model_responded":
             self._coalescer.flush()
+            if self._stream is not None and event.tool_calls and not event.text:
+                self._take_back_text(len(event.tool_calls))
             usage = event.usage
             self.tokens = usage_total(self.tokens, usage, first=not self.responded)
             self.responded = True
@@ -254,6 +256,20 @@ class RunView(W.VBox, EndedRun):  # type: ignore[misc]
             self._coalescer.close()
             self.status = event.status
         self.header.value = self._header_html()
+
+    def _take_back_text(self, calls: int) -> None:
+        """The turn's streamed text was its tool calls written as text, read as calls (the
+        recovered calls follow as rows): show a note in its place, never the raw text."""
+        stream, self._stream = self._stream, None
+        what = "its tool call" if calls == 1 else f"its {calls} tool calls"
+        note = (
+            f'<div style="{MUTED};font-size:12px">The model wrote {what} as text; read as '
+            f"{'the call' if calls == 1 else 'the calls'} below.</div>"
+        )
+        self._parts = [("note", note) if part is stream else (k, part) for k, part in self._parts]
+        self.body.children = tuple(
+            W.HTML(note) if child is stream else child for child in self.body.children
+        )
 
     def _add_rows(self, calls: Any) -> None:
         rows = []
@@ -425,6 +441,8 @@ class RunView(W.VBox, EndedRun):  # type: ignore[misc]
                 parts.append(f'<div style="{MUTED};font-size:12px">Turn {part}</div>')
             elif kind == "text":
                 parts.append(f'<pre style="{PRE}">{esc(clip(part.text))}</pre>')
+            elif kind == "note":
+                parts.append(part)
             elif kind == "step":
                 parts.append(part.html())
             else:

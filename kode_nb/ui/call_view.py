@@ -84,6 +84,7 @@ class CallView(W.VBox):  # type: ignore[misc]
         """The decision on the call's approval (a record's ``approval``), once made."""
         self._t0 = time.monotonic()
         self._coalescer = Coalescer(self._flush, rate=rate, loop=self.loop)
+        self._last_update = ""
         self._tick: asyncio.TimerHandle | None = None
         self.header = W.HTML(self._header_html())
         self.args = W.HTML(call_args_html(arguments))
@@ -96,7 +97,8 @@ class CallView(W.VBox):  # type: ignore[misc]
 
     def on_update(self, data: Any) -> None:
         """The executor's ``on_update`` callback: O(1), any thread."""
-        self._coalescer.push(update_text(data))
+        self._last_update = text = update_text(data)
+        self._coalescer.push(text)
 
     def on_event(self, event: Any) -> None:
         """A (non-update) executor event for this call."""
@@ -123,6 +125,7 @@ class CallView(W.VBox):  # type: ignore[misc]
         if self._tick is not None:
             self._tick.cancel()
             self._tick = None
+        self._drop_repeated_update(result)
         self.result = result
         self.state = result.status
         self.header.value = self._header_html()
@@ -141,6 +144,15 @@ class CallView(W.VBox):  # type: ignore[misc]
         return finished_call_record(self)
 
     # ------------------------------------------------------------------ internals
+
+    def _drop_repeated_update(self, result: ToolResult) -> None:
+        """A streaming tool's last update that is also its result (a generator's last item)
+        is shown once: as the result."""
+        stream, last = self.stream, self._last_update
+        if stream is None or result.status != "ok" or last.rstrip("\n") != result.text:
+            return
+        if stream.drop_tail(last) and not stream.text:
+            self.children = tuple(c for c in self.children if c is not stream)
 
     def _flush(self, chunk: str) -> None:
         if self.stream is None:

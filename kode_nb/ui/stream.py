@@ -47,6 +47,18 @@ class StreamView(anywidget.AnyWidget):
         self._length += len(text)
         self.send({"append": text})
 
+    def drop_tail(self, tail: str) -> bool:
+        """Take ``tail`` off the end of the text if it ends with it (the browser is sent the
+        text left); ``False`` when it does not."""
+        text = self.text
+        if not tail or not text.endswith(tail):
+            return False
+        kept = text[: len(text) - len(tail)]
+        self._chunks[:] = [kept] if kept else []
+        self._length = len(kept)
+        self.send({"reset": kept})
+        return True
+
     @property
     def text(self) -> str:
         """Everything appended so far."""

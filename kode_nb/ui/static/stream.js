@@ -10,6 +10,7 @@ const MAX_SHOWN = 200000;
 
 function show(st, pre) {
   const t = st.text;
+  pre.hidden = !t; // a stream whose text was all taken back (kept as the call's result) shows nothing
   pre.textContent =
     t.length > MAX_SHOWN
       ? `[… ${t.length - MAX_SHOWN} earlier characters not shown]\n` + t.slice(-MAX_SHOWN)
