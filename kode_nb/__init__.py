@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from kode_nb.errors import ToolRetry as ToolRetry
     from kode_nb.errors import ToolTimeoutError as ToolTimeoutError
     from kode_nb.errors import ToolValidationError as ToolValidationError
+    from kode_nb.evals import evaluate as evaluate
     from kode_nb.events import EventBus as EventBus
     from kode_nb.events import JsonlAuditLog as JsonlAuditLog
     from kode_nb.execution import Executor as Executor

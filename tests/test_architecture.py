@@ -110,6 +110,8 @@ ALLOWED: dict[str, set[str]] = {
         "_live",
         "_redact",  # results are redacted before they are cached or shown
     },
+    # evaluations: cases run through many, scored (an LLM judge through models), reported
+    "evals": {"many", "models", "traces", "errors", "_redact"},
 }
 CORE = set(ALLOWED)
 # The notebook layer: renders and drives the core.
@@ -239,6 +241,23 @@ def test_every_unit_keeps_its_rule() -> None:
 def test_there_are_no_cycles_between_units() -> None:
     script = _script()
     assert script["cycles"](script["graph"]()) == []
+
+
+def test_type_only_imports_keep_the_rules_too() -> None:
+    """An import made for type checking only (under ``if TYPE_CHECKING:``) is a dependency all
+    the same: a unit that names another unit's types keeps its rule and joins no circle (the
+    stepping layer describes the run it pauses as a protocol instead of naming the loop's run
+    state; the notebook's panels describe the session they read). The facade names every
+    public type for type checkers, so it is left out."""
+    script = _script()
+    edges = script["graph"](typing=True)
+    broken = {
+        unit: sorted(edges[unit] - ALLOWED[unit])
+        for unit in edges
+        if unit != "kode_nb" and edges[unit] - ALLOWED[unit]
+    }
+    assert not broken, f"units name types of what they may not import: {broken}"
+    assert script["cycles"](edges) == []
 
 
 def test_there_are_no_cycles_between_modules() -> None:

@@ -37,8 +37,8 @@ CORE_MODULES = [
 
 # The other public subpackages: their own ``__init__`` is their API; nothing of theirs is in
 # kode_nb.__all__ except the agent classes (SUBPACKAGE_EXPORTERS below).
-OTHER_PACKAGES = ["kode_nb.agents", "kode_nb.builtins", "kode_nb.debug", "kode_nb.interop",
-                  "kode_nb.magics", "kode_nb.many", "kode_nb.mcp", "kode_nb.models",
+OTHER_PACKAGES = ["kode_nb.agents", "kode_nb.builtins", "kode_nb.debug", "kode_nb.evals",
+                  "kode_nb.interop", "kode_nb.magics", "kode_nb.many", "kode_nb.mcp", "kode_nb.models",
                   "kode_nb.stepping", "kode_nb.traces", "kode_nb.ui"]  # fmt: skip
 
 # Module-level public names deliberately NOT re-exported from kode_nb (reached through their
@@ -200,6 +200,7 @@ def test_one_class_per_public_name_across_the_api() -> None:
 SUBPACKAGE_EXPORTERS = [
     "kode_nb.agents",  # Agent, AgentRunResult, AgentDefinition, register_subagent
     "kode_nb.debug",  # replay, fork, diverge, expand_trace
+    "kode_nb.evals",  # evaluate
     "kode_nb.interop",  # capture
     "kode_nb.many",  # run_many, ManyRun, Inbox, compare, variant
     "kode_nb.models",  # prices, set_price
