@@ -68,6 +68,8 @@ FORMATTED_TYPES: tuple[tuple[str, str, str], ...] = (
     ("kode_nb.many.core", "ManyRun", "many"),
     ("kode_nb.many.compare", "Comparison", "comparison"),
     ("kode_nb.interop._run", "FrameworkRun", "framework_run"),
+    ("kode_nb.evals._report", "EvalReport", "eval"),
+    ("kode_nb.evals._regress", "Regression", "eval_comparison"),
 )
 """``(module, class name, renderer key)`` of every type given a rich display."""
 
@@ -125,12 +127,26 @@ def _framework_run_bundle(run: Any) -> dict[str, Any]:
     return framework_run_bundle(run)
 
 
+def _eval_bundle(report: Any) -> dict[str, Any]:
+    from kode_nb.ui._eval_view import eval_bundle
+
+    return eval_bundle(report)
+
+
+def _eval_comparison_bundle(regression: Any) -> dict[str, Any]:
+    from kode_nb.ui._eval_view import regression_bundle
+
+    return regression_bundle(regression)
+
+
 BUNDLE: dict[str, Callable[[Any], dict[str, Any]]] = {
     "run": _run_bundle,
     "framework_run": _framework_run_bundle,
     "trace": _trace_bundle,
     "divergence": _divergence_bundle,
     "inbox": _inbox_bundle,
+    "eval": _eval_bundle,
+    "eval_comparison": _eval_comparison_bundle,
 }
 """Renderer key -> ``obj -> MIME bundle``."""
 
