@@ -25,6 +25,16 @@ from kode_nb.models import ScriptedModel, call
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(autouse=True)
+def _cache_keys_apart(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The caches' key files of each test in a state folder of its own, not in ``~``."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 def _cube_agent(calls: list[int]) -> Agent:
     """Like square_agent, but the tool's body differs (same name, same schema)."""
     reg = ToolRegistry()
