@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -94,16 +94,17 @@ def _json_shaped(value: Any) -> Any:
 
 _CLOSE = {"[": "]", "{": "}", "(": ")"}
 _QUOTED = re.compile(
-    r"""'[^']*'|"[^"\\]*(?:\\[\s\S][^"\\]*)*"|(?=[^'"])[^'"\\]*(?:\\[\s\S]?[^'"\\]*)*"""
+    r"""'[^']*'|"[^"\\]*(?:\\[\s\S][^"\\]*)*+"|(?=[^'"])[^'"\\]*(?:\\[\s\S]?[^'"\\]*)*+"""
 )
 """A quoted string, or a run of text outside quotes (escaped characters in it), by the shell's
 rules."""
-_ESCAPE = re.compile(r"\\[\s\S]")
+_SPECIAL = " \t\r\n[]{}()'\""
+"""What an escape takes the meaning away from."""
 _ESCAPED = re.compile(r"\\([\s\S])")
 _BRACKETS = re.compile(r"[\[\]{}()]")
 _SPACE_RUN = re.compile(r"[ \t\r\n]+")
 """What separates pairs: the shell's whitespace (a no-break space is part of a value)."""
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"?')
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\[\s\S][^"\\]*)*+"?')
 """A JSON string (to the end of the text if it does not close)."""
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 MAX_SHOWN_DEPTH = 200
@@ -125,13 +126,19 @@ def _blank(match: re.Match[str]) -> str:
     text = match.group()
     if text[0] in "'\"":
         return "_" * len(text)
-    return _ESCAPE.sub("__", text) if "\\" in text else text
+    if "\\" not in text:
+        return text
+    text = text.replace("\\\\", "__")  # pairs first, left to right: as the escapes run
+    for char in _SPECIAL:  # then every other escape that would split or quote
+        text = text.replace("\\" + char, "__")
+    return text
 
 
-def _pairs(text: str) -> list[tuple[str, str]]:
+def _pairs(text: str) -> Iterator[tuple[str, str]]:
     """The pairs of a line, each as the shell reads it and as written: split at spaces outside
     quotes and outside brackets that close (``a=[1, 2]`` is one pair, ``t=:( n=1`` two);
-    ValueError when a quote does not close (or a line ends in a lone backslash). Linear: quoted
+    ValueError when a quote does not close (or a line ends in a lone backslash), as they come
+    (a generator). Linear: quoted
     text and then bracketed text are blanked out by the regex engine, and the line is split at
     the spaces left; Python visits only the quotes and the brackets."""
     masked = _QUOTED.sub(_blank, text)
@@ -162,23 +169,37 @@ def _pairs(text: str) -> list[tuple[str, str]]:
                 start = i + 1
     pieces.append(masked[start:])
     flat = "".join(pieces)
-    written: list[str] = []
     start = 0
     for gap in _SPACE_RUN.finditer(flat):
-        written.append(text[start : gap.start()])
+        token = text[start : gap.start()]
+        if token.strip():
+            yield _shell_word(token), token
         start = gap.end()
-    written.append(text[start:])
-    return [(_shell_word(token), token) for token in written if token.strip()]
+    token = text[start:]
+    if token.strip():
+        yield _shell_word(token), token
+
+
+def _split(text: str) -> Iterator[tuple[str, str]]:
+    """:func:`_pairs`, its ValueError a UsageError (a line of a million bad pairs ends at the
+    first)."""
+    try:
+        yield from _pairs(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"%tool: cannot split the arguments ({exc}): {text:.300}. A value holding a quote "
+            """goes in the other kind of quotes (text="don't"), or give the arguments as JSON."""
+        ) from None
 
 
 _PIECE = re.compile(
-    r"""'[^']*'|"[^"\\]*(?:\\[\s\S][^"\\]*)*"|(?=[^'"])[^'"\\]*(?:\\[\s\S][^'"\\]*)*"""
+    r"""'[^']*'|"[^"\\]*(?:\\[\s\S][^"\\]*)*+"|(?=[^'"])[^'"\\]*(?:\\[\s\S][^'"\\]*)*+"""
 )
 """One piece of a shell word: a '...' or "..." string, or a run of text outside quotes (escaped
 characters in it)."""
 _IN_DOUBLE = re.compile(r'\\([\\"])')
 """In double quotes a backslash escapes only a backslash or a double quote."""
-_OPEN_ESCAPE = re.compile(r'"[^"\\]*(?:\\[\s\S][^"\\]*)*\\')
+_OPEN_ESCAPE = re.compile(r'"[^"\\]*(?:\\[\s\S][^"\\]*)*+\\')
 """A double-quoted string that ends in a lone backslash (shlex: "No escaped character")."""
 
 
@@ -243,16 +264,9 @@ def parse_call_arguments(
             )
         _check_shown("the JSON arguments", data)
         return data
-    try:
-        pairs = _pairs(text)
-    except ValueError as exc:
-        raise UsageError(
-            f"%tool: cannot split the arguments ({exc}): {text}. A value holding a quote goes "
-            """in the other kind of quotes (text="don't"), or give the arguments as JSON."""
-        ) from None
     props = parameters.get("properties") or {}
     out: dict[str, Any] = {}
-    for token, typed in pairs:
+    for token, typed in _split(text):
         key, sep, raw = token.partition("=")
         written = typed.partition("=")[2] if typed.startswith(f"{key}=") else raw
         if not sep or not key.isidentifier():
