@@ -12,7 +12,7 @@ import random
 import shutil
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,11 +43,22 @@ def _running(marker: str) -> list[int]:
     return found
 
 
-def _wait_none(marker: str, within: float = 5.0) -> list[int]:
+def _wait_none(marker: str, within: float = 60.0) -> list[int]:
+    """The processes still running with ``marker``, once none is (or ``within`` s passed)."""
     deadline = time.monotonic() + within
     while (left := _running(marker)) and time.monotonic() < deadline:
         time.sleep(0.02)
     return left
+
+
+def _wait_until(done: Callable[[], bool], within: float = 60.0) -> bool:
+    """Whether ``done()`` came true within ``within`` seconds (a generous bound under load)."""
+    deadline = time.monotonic() + within
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 @pytest.fixture
@@ -100,8 +111,8 @@ async def test_cancelling_stops_processes_that_left_the_group(quick: Executor, m
             on_update=seen.put_nowait,
         )
     )  # fmt: skip
-    assert (await asyncio.wait_for(seen.get(), 10)).strip() == "started"
-    assert len(_running(marker)) >= 3
+    assert (await asyncio.wait_for(seen.get(), 60)).strip() == "started"
+    assert await asyncio.to_thread(_wait_until, lambda: len(_running(marker)) >= 3)
     assert quick.cancel(call_id="c1") == 1
     result = await task
     assert result.status == "cancelled"
@@ -127,7 +138,8 @@ def test_a_process_seen_before_its_exec_is_reported_by_what_it_runs(
     import subprocess
 
     proc = subprocess.Popen(["sleep", marker])
-    try:
+    try:  # the scan met it before its exec; it has exec'd by the time it is signalled
+        assert _wait_until(lambda: _procs._command(proc.pid) == f"sleep {marker}")
         tracker = _procs.ProcessTracker(proc.pid, "unused-tag")
         info = _procs._stat(proc.pid)
         assert info is not None
