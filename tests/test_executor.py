@@ -420,9 +420,9 @@ async def test_waiting_for_approval_holds_no_slot(reg: ToolRegistry) -> None:
 
     ex = Executor(reg, approver=slow_approver, max_concurrency=1)
     pending = asyncio.create_task(ex.call("write_note", {"path": "a"}))
-    await asyncio.wait_for(asked.wait(), 5)
+    await asyncio.wait_for(asked.wait(), 60)
     assert [c.status for c in ex.running()] == ["waiting_approval"]
-    quick = await asyncio.wait_for(ex.call("add", {"a": 1, "b": 1}), 5)
+    quick = await asyncio.wait_for(ex.call("add", {"a": 1, "b": 1}), 60)
     assert quick.text == "2"
     gate.set()
     assert (await pending).status == "ok"
@@ -868,7 +868,7 @@ async def test_unlimited_concurrency(registry: ToolRegistry) -> None:
 
     define_tool(meet)
     ex = Executor(registry, max_concurrency=None)
-    results = await asyncio.wait_for(ex.call_many([("meet", None)] * 8), 5)
+    results = await asyncio.wait_for(ex.call_many([("meet", None)] * 8), 60)
     assert {r.text for r in results} == {"met"}
 
 
@@ -913,7 +913,7 @@ async def test_calls_queued_for_a_group_slot_hold_no_global_slot(registry: ToolR
     # fs_read holds fs + one global slot; fs_write waits for fs. If it waited while holding the
     # second global slot, "other" could never start and fs_read would never finish.
     calls = [("fs_read", None), ("fs_write", None), ("other", None)]
-    results = await asyncio.wait_for(ex.call_many(calls), 5)
+    results = await asyncio.wait_for(ex.call_many(calls), 60)
     assert [r.text for r in results] == ["read", "written", "other"]
 
 
@@ -975,9 +975,9 @@ async def test_an_uninterruptible_thread_gives_its_slot_back_and_shows_as_stoppi
     assert [c.status for c in ex.running()] == ["stopping"]
     assert ex.stuck() == {"stuck": 1}
     # The stuck thread holds no slot: the next call runs at once.
-    assert (await asyncio.wait_for(ex.call("add", {"a": 1, "b": 1}), 5)).text == "2"
+    assert (await asyncio.wait_for(ex.call("add", {"a": 1, "b": 1}), 60)).text == "2"
     release.set()
-    for _ in range(250):
+    for _ in range(3000):  # up to 60 s
         if not ex.running():
             break
         await asyncio.sleep(0.02)
@@ -1058,7 +1058,7 @@ async def test_deadlines_share_one_timer_and_fire_in_order() -> None:
     deadlines.add(now + 0.02, early)  # earlier than the armed timer: re-armed
     deadlines.add(now + 0.01, finished)
     finished.done = True  # ended before its deadline: never expires
-    await asyncio.wait_for(all_expired.wait(), 5)
+    await asyncio.wait_for(all_expired.wait(), 60)
     assert expired == ["early", "late"]
 
 
@@ -1112,7 +1112,7 @@ async def test_cancel_run_stops_async_and_sync_calls_of_that_run_only(
     t1 = asyncio.create_task(ex.call("waiter", run_id="r1"))
     t2 = asyncio.create_task(ex.call("worker", run_id="r1"))
     t3 = asyncio.create_task(ex.call("other", run_id="r2"))
-    await asyncio.wait_for(async_started.wait(), 5)
+    await asyncio.wait_for(async_started.wait(), 60)
     assert await asyncio.to_thread(sync_started.wait, 5)
     # From another thread, as a widget button would.
     n = await asyncio.to_thread(ex.cancel, run_id="r1", reason="the user pressed Stop")
@@ -1142,7 +1142,7 @@ async def test_cancel_by_call_id_while_waiting_for_approval(reg: ToolRegistry) -
 
     ex = Executor(reg, approver=never)
     task = asyncio.create_task(ex.call("write_note", {"path": "a"}, call_id="c7"))
-    await asyncio.wait_for(asked.wait(), 5)
+    await asyncio.wait_for(asked.wait(), 60)
     assert ex.cancel(call_id="other") == 0
     assert ex.cancel(call_id="c7") == 1
     result = await task
@@ -1183,7 +1183,7 @@ async def test_caller_cancellation_is_re_raised_and_reported(registry: ToolRegis
     ex = Executor(registry)
     rec = Recorder(ex)
     task = asyncio.create_task(ex.call("hang"))
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), 60)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -1324,7 +1324,7 @@ async def test_close_cancels_in_flight_calls_and_refuses_new_ones(registry: Tool
     define_tool(hold)
     async with Executor(registry) as ex:
         task = asyncio.create_task(ex.call("hold"))
-        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(started.wait(), 60)
     result = await task
     assert result.status == "cancelled"
     assert "the executor was closed" in result.text

@@ -22,7 +22,7 @@ from kode_nb import Executor, ToolContext, ToolDefinitionError, ToolRegistry, de
 
 pytestmark = pytest.mark.anyio
 
-BOUND = 10.0
+BOUND = 60.0
 
 
 @pytest.fixture

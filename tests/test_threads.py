@@ -14,24 +14,24 @@ from kode_nb._threads import DaemonThreadPool
 
 def test_submit_returns_results_and_exceptions() -> None:
     pool = DaemonThreadPool(2)
-    assert pool.submit(lambda a, b=0: a + b, 1, b=2).result(timeout=5) == 3
+    assert pool.submit(lambda a, b=0: a + b, 1, b=2).result(timeout=60) == 3
 
     def boom() -> None:
         raise ValueError("bad")
 
     with pytest.raises(ValueError, match="bad"):
-        pool.submit(boom).result(timeout=5)
+        pool.submit(boom).result(timeout=60)
     pool.shutdown(wait=True)
 
 
 def test_never_more_threads_than_max_workers_and_idle_threads_are_reused() -> None:
     pool = DaemonThreadPool(2)
     gate = threading.Event()
-    futures = [pool.submit(gate.wait, 5) for _ in range(5)]
+    futures = [pool.submit(gate.wait, 60) for _ in range(5)]
     assert len(pool._threads) == 2
     gate.set()
-    assert all(f.result(timeout=5) for f in futures)
-    pool.submit(lambda: None).result(timeout=5)
+    assert all(f.result(timeout=60) for f in futures)
+    pool.submit(lambda: None).result(timeout=60)
     assert len(pool._threads) == 2
     assert all(t.daemon for t in pool._threads)
     pool.shutdown(wait=True)
@@ -40,12 +40,12 @@ def test_never_more_threads_than_max_workers_and_idle_threads_are_reused() -> No
 def test_shutdown_cancels_queued_work_and_refuses_new_work() -> None:
     pool = DaemonThreadPool(1)
     gate = threading.Event()
-    running = pool.submit(gate.wait, 5)
+    running = pool.submit(gate.wait, 60)
     queued = pool.submit(lambda: "never")
     pool.shutdown(cancel_futures=True)
     assert queued.cancelled()
     gate.set()
-    assert running.result(timeout=5) is True
+    assert running.result(timeout=60) is True
     with pytest.raises(RuntimeError, match="shut down"):
         pool.submit(lambda: None)
 
@@ -86,34 +86,34 @@ def test_a_stuck_sync_tool_does_not_keep_the_interpreter_alive() -> None:
 def test_an_abandoned_thread_is_replaced_and_ends_when_its_work_returns() -> None:
     pool = DaemonThreadPool(1, max_abandoned=1)
     stuck_gate, other_gate = threading.Event(), threading.Event()
-    stuck = pool.submit(stuck_gate.wait, 10)
+    stuck = pool.submit(stuck_gate.wait, 60)
     queued = pool.submit(lambda: "ran")  # waits: the only thread is busy
-    for _ in range(500):
+    for _ in range(6000):  # up to 60 s
         if stuck.running():
             break
         threading.Event().wait(0.01)
     assert pool.abandon(stuck)
     assert not pool.abandon(stuck)  # once
-    assert queued.result(timeout=5) == "ran"  # a replacement thread took the queued work
+    assert queued.result(timeout=60) == "ran"  # a replacement thread took the queued work
     assert pool.abandoned == 1
     # The cap: a second stuck thread is not abandoned, it keeps its place in the pool.
-    other = pool.submit(other_gate.wait, 10)
-    for _ in range(500):
+    other = pool.submit(other_gate.wait, 60)
+    for _ in range(6000):  # up to 60 s
         if other.running():
             break
         threading.Event().wait(0.01)
     assert not pool.abandon(other)
     assert pool.threads == 2
     stuck_gate.set()
-    assert stuck.result(timeout=5) is True
-    for _ in range(500):
+    assert stuck.result(timeout=60) is True
+    for _ in range(6000):  # up to 60 s
         if pool.abandoned == 0 and pool.threads == 1:
             break
         threading.Event().wait(0.01)
     assert (pool.abandoned, pool.threads) == (0, 1)  # the abandoned thread ended
     other_gate.set()
-    assert other.result(timeout=5) is True
-    assert pool.submit(lambda: 7).result(timeout=5) == 7
+    assert other.result(timeout=60) is True
+    assert pool.submit(lambda: 7).result(timeout=60) == 7
     assert not pool.abandon(other)  # done work is never abandoned
     pool.shutdown(wait=True)
 

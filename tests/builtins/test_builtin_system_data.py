@@ -55,7 +55,7 @@ async def test_sleep_is_cancellable(executor: Executor) -> None:
     started = asyncio.Event()
     executor.bus.subscribe(lambda event: started.set() if event.type == "started" else None)
     task = asyncio.create_task(executor.call("sleep", {"seconds": 60}, call_id="s1"))
-    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.wait_for(started.wait(), 60)
     assert executor.cancel(call_id="s1") == 1
     assert (await task).status == "cancelled"
 

@@ -106,7 +106,7 @@ async def test_one_inbox_for_every_row(tmp_path: Path) -> None:
     agent = square_agent(kind="edit")
     h = run_many(agent, _prompts(1, 2, 3, 40), prompt="square {n}", cache=False, inbox=inbox,
                  max_concurrency=4)  # fmt: skip
-    for _ in range(200):
+    for _ in range(6000):  # up to 60 s
         if len(inbox.pending()) == 4:
             break
         await asyncio.sleep(0.01)
@@ -143,7 +143,7 @@ async def test_an_inbox_with_a_timeout_denies_what_nobody_answers_in_time() -> N
     inbox = Inbox(timeout=0.2, timeout_reason="nobody is here")
     h = run_many(square_agent(kind="edit"), _prompts(1, 2), prompt="square {n}", cache=False,
                  inbox=inbox)  # fmt: skip
-    for _ in range(200):
+    for _ in range(6000):  # up to 60 s
         if len(inbox.pending()) == 2:
             break
         await asyncio.sleep(0.01)
@@ -188,12 +188,12 @@ async def test_cancel_keeps_what_finished(tmp_path: Path) -> None:
     inbox = Inbox()
     h = run_many(square_agent(kind="edit"), _prompts(1, 2, 3), prompt="square {n}",
                  cache=tmp_path, inbox=inbox)  # fmt: skip
-    for _ in range(200):
+    for _ in range(6000):  # up to 60 s
         if len(inbox.pending()) == 3:
             break
         await asyncio.sleep(0.01)
     inbox.approve(inbox.pending()[1])
-    for _ in range(200):
+    for _ in range(6000):  # up to 60 s
         if h.progress.done == 1:
             break
         await asyncio.sleep(0.01)

@@ -55,7 +55,7 @@ def test_the_inbox_displays_what_waits() -> None:
         inbox = Inbox()
         h = run_many(square_agent(kind="edit"), [{"n": 5}, {"n": 6}], prompt="square {n}",
                      cache=False, inbox=inbox, show=False)  # fmt: skip
-        await h.until_stalled(timeout=10)
+        await h.until_stalled(timeout=60)
         bundle = inbox_bundle(inbox)
         inbox.approve_matching("square")
         await h
@@ -81,7 +81,7 @@ def test_the_live_view_buttons_answer_the_inbox_and_it_ends_as_the_record() -> N
         h = run_many(square_agent(kind="edit"), [{"n": 2}, {"n": 3}, {"n": 4}],
                      prompt="square {n}", cache=False, inbox=inbox, show=False)  # fmt: skip
         view = ManyView(h)
-        await h.until_stalled(timeout=10)
+        await h.until_stalled(timeout=60)
         await asyncio.sleep(0.3)  # a refresh
         assert WIDGET in view._repr_mimebundle_()
         assert view._repr_mimebundle_()["application/vnd.kode-nb.live+json"]["kind"] == "many"
@@ -189,11 +189,11 @@ def test_an_interrupted_summary_counts_every_row() -> None:
         inbox = Inbox()
         h = run_many(square_agent(kind="edit"), [{"n": n} for n in range(6)], prompt="square {n}",
                      cache=False, inbox=inbox, show=False, max_concurrency=2)  # fmt: skip
-        await h.until_stalled(timeout=10)
+        await h.until_stalled(timeout=60)
         inbox.approve(inbox.pending()[0])
         while h.progress.done < 1:  # noqa: ASYNC110 - polled like the view
             await asyncio.sleep(0.01)
-        await h.until_stalled(timeout=10)
+        await h.until_stalled(timeout=60)
         h.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await h.task  # type: ignore[misc]

@@ -95,7 +95,7 @@ def read_record(path: Path) -> list[dict[str, Any]]:
 
 
 async def wait_for(
-    check: Callable[[], Any], *, timeout: float = 10.0, what: str = "the condition"
+    check: Callable[[], Any], *, timeout: float = 60.0, what: str = "the condition"
 ) -> Any:
     """Poll ``check()`` until it returns something truthy (the server writes asynchronously)."""
     deadline = time.monotonic() + timeout
