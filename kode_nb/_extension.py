@@ -104,30 +104,10 @@ def load_ipython_extension(ipython: Any) -> None:
 
     connect_configured(magics)  # MCP servers of a config file: background task, never raises
     if getattr(ipython, "kernel", None) is not None:
-        _import_what_the_comm_uses()
         from kode_nb.ui.notebook_comm import register
 
-        # last: the front end opens its comm as soon as the target exists, and the comm's
-        # handler runs on a kernel subshell's thread; two threads importing the same modules
-        # at once can see one of them partially initialized (an ImportError in a cell)
+        # last; the comm's handler imports nothing on its own thread (see register)
         register(magics)  # the tools panel and the notebook tools' front end
-
-
-def _import_what_the_comm_uses() -> None:
-    """Import, on this thread, the modules a comm handler or the next cells import first."""
-    import importlib
-
-    for name in (
-        "kode_nb.events._events",
-        "kode_nb.policy._policy",
-        "kode_nb.tools._registry",
-        "kode_nb.tools._define",
-        "kode_nb.execution._executor",
-        "kode_nb.magics.session",
-        "kode_nb.ui.records",
-        "kode_nb.ui.trace_ops",
-    ):
-        importlib.import_module(name)
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -356,3 +358,88 @@ def test_stats_recorded_from_many_threads_are_exact() -> None:
     assert stats.p95 == pytest.approx(0.001)
     reg.reset_stats()
     assert reg.stats("job").calls == 0
+
+
+# ----------------------------------------------------------------------- %load_ext (T6)
+
+
+def test_what_load_ext_imports_leaves_the_executor_and_pydantic_out() -> None:
+    code = (
+        "import sys\n"
+        "import kode_nb.execution._session_defaults, kode_nb.interop._host\n"
+        "import kode_nb.magics, kode_nb.ui.notebook_comm\n"
+        "heavy = ('pydantic', 'kode_nb.execution._executor', 'kode_nb.tools')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_execution_package_gives_its_names_on_first_use() -> None:
+    import kode_nb.execution as package
+    from kode_nb.execution import _executor
+
+    assert package.Executor is _executor.Executor
+    assert sorted(package.__all__) == sorted(_executor.__all__)
+    assert set(package.__all__) <= set(dir(package))
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        package.Nothing  # noqa: B018
+
+
+class _ThreadComm:
+    """A comm recording which thread sent each message."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, dict[str, Any]]] = []
+        self.on_message: Any = None
+
+    def send(self, data: dict[str, Any]) -> None:
+        self.sent.append((threading.get_ident(), data))
+
+    def on_msg(self, handler: Any) -> None:
+        self.on_message = handler
+
+    def on_close(self, handler: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+async def test_the_notebook_comm_opens_on_the_kernels_thread(
+    kode_ip: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The front end opens the comm from a subshell's thread while cells run on the kernel's:
+    nothing is imported or made there (two threads importing the same package and its
+    submodules in opposite orders can hand one a half-initialized module)."""
+    from kode_nb.ui import notebook_comm
+
+    targets: dict[str, Any] = {}
+
+    class Manager:
+        def register_target(self, name: str, opened: Any) -> None:
+            targets[name] = opened
+
+    monkeypatch.setattr(notebook_comm, "_comm_manager", lambda shell: Manager())
+    magics = kode_ip.magics_manager.registry["KodeMagics"]
+    assert notebook_comm.register(magics)
+    comm = _ThreadComm()
+
+    def front_end() -> None:
+        targets[notebook_comm.TARGET](comm, {})
+        comm.on_message({"content": {"data": {"op": "refresh"}}})  # before the channel exists
+
+    thread = threading.Thread(target=front_end)
+    thread.start()
+    thread.join()
+    assert comm.sent == []  # nothing happened on the comm's thread
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+        if len(comm.sent) == 2:
+            break
+    try:
+        loop_thread = threading.get_ident()
+        assert [(t, d["op"]) for t, d in comm.sent] == [(loop_thread, "tools")] * 2
+    finally:
+        for channel in list(notebook_comm._CHANNELS):
+            channel.close()

@@ -14,7 +14,32 @@ a kernel, what tools print is redacted before it is sent). Never the agents or
 notebook layers (they drive an :class:`Executor`, not the other way round).
 """
 
-from kode_nb.execution import _executor
-from kode_nb.execution._executor import *  # noqa: F403  (its __all__ is this package's API)
+from __future__ import annotations
 
-__all__ = [*_executor.__all__]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use: ``%load_ext kode_nb`` imports ``_session_defaults`` from here, and the
+# executor (with the tools and pydantic) waits for the first call.
+__all__ = ["ApproverLike", "Executor", "PolicyLike", "RegistryLike", "RunningCall", "ToolCall"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'kode_nb.execution' has no attribute {name!r}")
+    value = getattr(importlib.import_module("kode_nb.execution._executor"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from kode_nb.execution._executor import ApproverLike as ApproverLike
+    from kode_nb.execution._executor import Executor as Executor
+    from kode_nb.execution._executor import PolicyLike as PolicyLike
+    from kode_nb.execution._executor import RegistryLike as RegistryLike
+    from kode_nb.execution._executor import RunningCall as RunningCall
+    from kode_nb.execution._executor import ToolCall as ToolCall

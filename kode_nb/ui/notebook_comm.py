@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -50,8 +52,22 @@ def front_end_connected() -> bool:
     return bool(_CHANNELS)
 
 
+_FIRST_USED = ("kode_nb.ui.records", "kode_nb.ui.tool_html", "kode_nb.ui.trace_ops")
+"""Modules a channel's handlers import on the comm's thread (a card, expand, fork): imported
+first on the kernel's thread, when the channel is made there."""
+
+
 def register(magics: KodeMagics) -> bool:
-    """Register the comm target for ``magics``' kernel; False where the kernel has no comms."""
+    """Register the comm target for ``magics``' kernel; False where the kernel has no comms.
+
+    The front end opens the comm as soon as the target exists, and its handler runs on a kernel
+    subshell's thread (JupyterLab 4.6 on ipykernel 7) while the next cells run on the kernel's.
+    Two threads importing the same package and its submodules in opposite orders (one enters
+    ``kode_nb.tools``' ``__init__``, the other ``kode_nb.tools._model`` directly) meet in
+    importlib's deadlock check, which hands one of them the module half-initialized (an
+    ImportError in a cell). So the handler imports nothing: the channel (the session, its
+    first ``tools`` message, the modules its handlers use) is made on the kernel's event loop,
+    and the comm's messages and close wait for it there, in order."""
     manager = _comm_manager(magics.shell)
     if manager is None:
         return False
@@ -59,10 +75,32 @@ def register(magics: KodeMagics) -> bool:
     loop = _kernel_loop(magics.shell)
 
     def opened(comm: Any, msg: Any) -> None:
+        made: list[NotebookChannel] = []
+
+        def make() -> None:
+            try:
+                for name in _FIRST_USED:
+                    importlib.import_module(name)
+                channel = NotebookChannel(comm, magics, channels, loop=loop)
+            except Exception:  # never let a panel break the kernel
+                log.exception("kode_nb.notebook comm failed to open")
+                return
+            made.append(channel)
+            channels.append(channel)
+
+        def early(handle: Callable[[NotebookChannel], None]) -> None:
+            if made:
+                handle(made[0])
+
+        # until the channel replaces them: a message or close that comes first waits behind it
+        comm.on_msg(lambda m: loop.call_soon_threadsafe(early, lambda c: c._on_msg(m)))
+        comm.on_close(
+            lambda m: loop.call_soon_threadsafe(early, lambda c: c.close(from_front=True))
+        )
         try:
-            channels.append(NotebookChannel(comm, magics, channels, loop=loop))
-        except Exception:  # never let a panel break the kernel
-            log.exception("kode_nb.notebook comm failed to open")
+            loop.call_soon_threadsafe(make)
+        except RuntimeError:  # a closed loop: the kernel is going away
+            log.warning("kode_nb.notebook comm opened while the kernel closes")
 
     manager.register_target(TARGET, opened)
     return True
