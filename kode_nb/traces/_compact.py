@@ -278,16 +278,17 @@ def _compact(trace: Mapping[str, Any]) -> dict[str, Any]:
 
 MAX_VALUE_DEPTH = 200
 """How deeply a value of the table may nest (arrays and objects, one in another: 200 is
-``[[...[]...]]`` with 200 ``[``). A recorded
-value is at most some 50 levels (:func:`kode_nb._redact.redact` stops there)."""
+``[[...[]...]]`` with 200 ``[``). A recorded value is at most some 50 levels
+(:func:`kode_nb._redact.redact` stops there)."""
 MIN_BUDGET = 32_000_000
 """The memory, in bytes, any compact trace may expand to (as counted before it is built: each
 array and object at about what CPython allocates for it, each span at :data:`SPAN_COST`)."""
 BUDGET_PER_BYTE = 40
 """... and more for a longer one: this many bytes per character of its ``data``. A recorded
-trace expands to some 10-20 per character (its values are shared, not repeated, by the writer);
-a table whose nodes refer to each other over and over (a "bomb": 400 characters can stand for
-16 million values) expands to far more, and is refused before any of it is built."""
+trace expands to some 10 to 25 per character (the writer shares equal values, and a span of
+a few dozen characters costs :data:`SPAN_COST`); a table whose nodes refer to each other over
+and over (a "bomb": 400 characters can stand for 16 million values) expands to far more, and
+is refused before any of it is built."""
 SPAN_COST = 1_200
 """The bytes one span counts for: its dict, its times and the :class:`~kode_nb.traces.Span`
 made from it."""
