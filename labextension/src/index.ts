@@ -1,6 +1,7 @@
 /**
  * kode_nb MIME renderers for JupyterLab 4 and Notebook 7: application/vnd.kode-nb.{trace,run,
- * call,card,table,divergence}+json (docs/RECORDS.md). All are safe (they build DOM with textContent and
+ * call,card,table,divergence,eval}+json (docs/RECORDS.md). The evaluation record's grades are
+ * written back into its own output (IMimeModel.setData), so the notebook saves them. All are safe (they build DOM with textContent and
  * render markdown through the sanitizing rendermime path), so they work in untrusted notebooks
  * and with no kernel.
  */
@@ -11,6 +12,8 @@ import { Widget } from '@lumino/widgets';
 
 import { errorBox } from './dom';
 import { renderDivergence } from './divergence';
+import { GradeWriter, renderEval } from './eval';
+import { gradedText, withGrade } from './core/eval';
 import { parseTrace, RecordError } from './core/trace';
 import { MarkdownRenderer, renderCall, renderCard, renderRun, renderTable } from './records';
 import { TraceViewer } from './viewer';
@@ -21,7 +24,8 @@ export const MIME = {
   call: 'application/vnd.kode-nb.call+json',
   card: 'application/vnd.kode-nb.card+json',
   table: 'application/vnd.kode-nb.table+json',
-  divergence: 'application/vnd.kode-nb.divergence+json'
+  divergence: 'application/vnd.kode-nb.divergence+json',
+  eval: 'application/vnd.kode-nb.eval+json'
 } as const;
 
 type Kind = keyof typeof MIME;
@@ -37,8 +41,11 @@ export class KodeRecordWidget extends Widget implements IRenderMime.IRenderer {
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const data = model.data[this.options.mimeType];
+    this.model = model;
     this.viewer?.dispose();
     this.viewer = null;
+    this.evalViewers?.().forEach(v => v.dispose());
+    this.evalViewers = null;
     try {
       await this.render(data);
     } catch (error) {
@@ -76,8 +83,33 @@ export class KodeRecordWidget extends Widget implements IRenderMime.IRenderer {
       case 'divergence':
         this.node.replaceChildren(renderDivergence(data));
         return;
+      case 'eval': {
+        const rendered = renderEval(data, this.grade);
+        this.evalViewers = rendered.viewers;
+        this.node.replaceChildren(rendered.node);
+        return;
+      }
     }
   }
+
+  /** A grade given in the evaluation record: written into the record itself (its JSON and its
+   * text/plain line), so the notebook saves it; the output is then drawn again. */
+  private grade: GradeWriter = (caseId, passed, note) => {
+    const model = this.model;
+    if (!model) {
+      return;
+    }
+    const mime = this.options.mimeType;
+    const data = withGrade(model.data[mime], caseId, passed, note);
+    const text = model.data['text/plain'];
+    model.setData({
+      data: {
+        ...model.data,
+        [mime]: data as never,
+        ...(typeof text === 'string' ? { 'text/plain': gradedText(text, data) } : {})
+      }
+    });
+  };
 
   private markdown: MarkdownRenderer = (host, source) =>
     renderMarkdown({
@@ -95,12 +127,15 @@ export class KodeRecordWidget extends Widget implements IRenderMime.IRenderer {
 
   dispose(): void {
     this.viewer?.dispose();
+    this.evalViewers?.().forEach(v => v.dispose());
     super.dispose();
   }
 
   private options: IRenderMime.IRendererOptions;
   private kind: Kind;
   private viewer: TraceViewer | null = null;
+  private evalViewers: (() => TraceViewer[]) | null = null;
+  private model: IRenderMime.IMimeModel | null = null;
 }
 
 function factory(kind: Kind): IRenderMime.IRendererFactory {
