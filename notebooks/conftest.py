@@ -26,7 +26,7 @@ LIVE_MIME = "application/vnd.kode-nb.live+json"
 """The marker of a live kode_nb output that is not a widget (a framework run's status line)."""
 RECORD_MIMES = tuple(
     f"{RECORD_PREFIX}{kind}+json"
-    for kind in ("call", "run", "trace", "card", "table", "divergence")
+    for kind in ("call", "run", "trace", "card", "table", "divergence", "eval")
 )
 
 
