@@ -47,10 +47,13 @@ _NOT_CODE = ("", "text", "bash", "mermaid")
 PENDING_APPROVALS = """\
 try:
     from kode_nb.magics import get_session as _kode_session
-    print(sum(h.status == "waiting for approval" for h in _kode_session().handles.values()))
+    from kode_nb.ui.agent_handle import AgentHandle as _KodeRun
+    _kode_runs = [v for v in get_ipython().user_ns.values() if isinstance(v, _KodeRun)]
+    print(sum(h.status == "waiting for approval"
+              for h in [*_kode_session().handles.values(), *_kode_runs]))
 except Exception:  # the extension is not loaded yet
     print(0)"""
-"""Prints how many calls started from the notebook wait for a decision."""
+"""Prints how many calls and agent runs started from the notebook wait for a decision."""
 
 
 @dataclass
@@ -213,12 +216,11 @@ def test_notebook_cells_run_in_a_kernel_and_print_what_the_page_shows(
 
     text = page.read_text(encoding="utf-8")
     kernel = Kernel(tmp_path)
-    clicks = 0
+    clicks = clicked_at = 0
     try:
         for snippet in _snippets(page, "ipython"):
             if snippet.not_run is not None:
                 continue
-            start = len(kernel.log)
             run = kernel.run(snippet.code)
             where = f"{_name(page)} line {snippet.line}"
             assert run.status == "ok", f"{where}: {run.error_text}"
@@ -227,14 +229,22 @@ def test_notebook_cells_run_in_a_kernel_and_print_what_the_page_shows(
                     f"{where}: the cell printed\n{run.stdout}"
                 )
             if _pending(kernel) != "0":
-                kernel.click(kernel.button("Approve", start))
+                # the first Approve since the last click: an agent run's may have been drawn
+                # while an earlier cell ran
+                kernel.click(kernel.button("Approve", clicked_at))
                 clicks += 1
-                kernel.wait_for(  # the call view's final refresh
-                    lambda m, cell=run.msg_id: (
-                        m["msg_type"] == "update_display_data"
-                        and m["parent_header"].get("msg_id") == cell
+                clicked_at = len(kernel.log)
+                before = {id(m) for m in kernel.log}
+
+                def refreshed(
+                    m: dict[str, Any], cell: str = run.msg_id, before: set[int] = before
+                ) -> bool:
+                    """The view's final refresh: a call's (in its cell), or its run's."""
+                    return m["msg_type"] == "update_display_data" and (
+                        m["parent_header"].get("msg_id") == cell or id(m) not in before
                     )
-                )
+
+                kernel.wait_for(refreshed)
                 assert _pending(kernel) == "0", where
     finally:
         kernel.close()

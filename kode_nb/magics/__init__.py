@@ -1,6 +1,17 @@
-"""The kode_nb IPython magics: ``%%tool``, ``%tool``, ``%tools``, ``%policy``, ``%approval``.
+"""The kode_nb IPython magics, loaded by ``%load_ext kode_nb``:
 
-Loaded by ``%load_ext kode_nb``. :func:`get_session` returns the kernel's
+* ``%%tool`` defines tools from a cell; ``%tool NAME key=value ...`` calls one;
+* ``%tools`` lists, shows or removes tools;
+* ``%policy`` and ``%approval`` show or change what may run and what asks first;
+* ``%%agent NAME`` defines a subagent; ``%agent NAME key=value ...`` runs it (``--over VAR``:
+  once per row);
+* ``%%ask`` runs an agent on the cell's text; ``%model`` sets the default model;
+* ``%expand_trace VAR`` writes a recorded run as notebook cells;
+* ``%mcp`` connects MCP servers and serves the notebook's tools over MCP.
+
+Each magic's ``%name?`` gives its options.
+
+:func:`get_session` returns the kernel's
 :class:`~kode_nb.magics.session.KodeSession` (registry, policy, executor, event bus) for code
 that wants to use it directly, e.g. ``get_session().bus.subscribe(print)``.
 
