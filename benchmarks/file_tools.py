@@ -247,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     print(report, end="")
     if not args.quick and args.out != "-":
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(report)
+        from _provenance import save
+
+        save(args.out, report)
     return 0
 
 

@@ -293,7 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = asyncio.run(main_async(5 if args.quick else 30))
     print("\n".join(lines))
     if not args.quick:
-        RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        from _provenance import save
+
+        save(RESULTS, "\n".join(lines))
     return 0
 
 

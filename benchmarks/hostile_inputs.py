@@ -117,7 +117,9 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(lines[-1])
     if args.out != "-":
-        Path(args.out).write_text(text, encoding="utf-8")
+        from _provenance import save
+
+        save(args.out, text)
     return 0
 
 

@@ -288,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     say(f"   speedup {speedup:.2f}x  (target ≥ 1.6x) {'PASS' if speedup >= 1.6 else 'FAIL'}")
 
     if args.out != "-":
-        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        from _provenance import save
+
+        save(args.out, "\n".join(lines))
     return 0
 
 

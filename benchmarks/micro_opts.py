@@ -593,4 +593,6 @@ if __name__ == "__main__":
         _clock = time.perf_counter
     report = asyncio.run(main(ns))
     if ns.out != "-":
-        Path(ns.out).write_text(report)
+        from _provenance import save
+
+        save(ns.out, report)

@@ -261,4 +261,6 @@ async def main() -> tuple[list[str], str]:
 if __name__ == "__main__":
     report, where = asyncio.run(main())
     if where != "-":
-        Path(where).write_text("\n".join(report) + "\n")
+        from _provenance import save
+
+        save(where, "\n".join(report))

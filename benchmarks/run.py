@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _funcs import ARGS_JSON, add, fresh_forecast_functions
 from _peers import PEERS, version_of
+from _provenance import commit_line
 from _timing import Contender, compare_async, compare_sync, fmt_time
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,6 +105,7 @@ def header(out: Report, cfg: argparse.Namespace) -> None:
         usable = os.cpu_count() or 0
     out("kode_nb benchmarks")
     out(f"date:     {time.strftime('%Y-%m-%d %H:%M:%S %z')}")
+    out(f"commit:   {commit_line()}")
     out(f"machine:  {platform.machine()}, {_cpu_model()}, {os.cpu_count()} cores ({usable} usable)")
     out(f"os:       {platform.platform()}")
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
@@ -631,7 +633,8 @@ def bench_notebook(out: Report, cfg: argparse.Namespace) -> None:
     for line in proc.stdout.splitlines():
         if line.startswith("{"):
             data.update(json.loads(line))
-    out(f"   %load_ext kode_nb: {data['load_ext_ms']} ms (median {data['median_ms']} ms)")
+    out(f"   %load_ext kode_nb: {data['load_ext_ms']} ms (median {data['median_ms']} ms); CPU time "
+        f"of the kernel's thread {data['load_ext_cpu_ms']} ms (median {data['median_cpu_ms']} ms)")  # fmt: skip
     out(
         f"   stream: {data['updates']:,} updates in {data['stream_seconds']} s -> "
         f"{data['comm_msgs']} comm messages ({data['comm_msgs_per_s']}/s), {data['flushes']} "

@@ -165,7 +165,9 @@ def main() -> int:
     if args.out == "-":
         print(text, end="")
     else:
-        Path(args.out).write_text(text, encoding="utf-8")
+        from _provenance import save
+
+        save(args.out, text)
         print(text, end="")
     return 0
 

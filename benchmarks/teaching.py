@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print(text)
     if not args.quick:
-        RESULTS.write_text(header + "\n" + text + "\n")
+        from _provenance import save
+
+        save(RESULTS, header + "\n" + text)
         print(f"saved {RESULTS}")
     return 0
 

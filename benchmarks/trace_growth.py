@@ -142,7 +142,9 @@ def main() -> int:
         lines.append(f"  {key:<29} 80 turns / 20 turns, per span: {values[80] / values[20]:.2f}")
     text = "\n".join(lines) + "\n"
     if args.out != "-":
-        Path(args.out).write_text(text, encoding="utf-8")
+        from _provenance import save
+
+        save(args.out, text)
     print(text, end="")
     return 0
 

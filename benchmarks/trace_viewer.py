@@ -216,7 +216,9 @@ def open_to_paint(out_path: str) -> int:
     report = "\n".join(lines) + "\n"
     print(report)
     if out_path != "-":
-        Path(out_path).write_text(report)
+        from _provenance import save
+
+        save(out_path, report)
     return 0
 
 
@@ -294,7 +296,9 @@ def main() -> int:
     report = "\n".join(lines) + "\n"
     print(report)
     if out_path != "-":
-        Path(out_path).write_text(report)
+        from _provenance import save
+
+        save(out_path, report)
     return 0
 
 

@@ -12,6 +12,7 @@
 #   bash scripts/dev.sh docs  [mkdocs build args...] install, then build the documentation site into site/
 #                                                    (strict: warnings and broken links fail)
 #   bash scripts/dev.sh bench [run.py args...]       separate .venv-bench with '.[bench]', run benchmarks
+#   bash scripts/dev.sh bench --compare REF [...]    T1, T7, T6 of this tree and of commit REF, alternating
 #   bash scripts/dev.sh live  [pytest args...]       the live-model tests against llama-cpp-python's
 #                                                    server (opt-in: its first build takes 12-17 min,
 #                                                    then cached; KODE_NB_LIVE_SERVER=llama-server
@@ -350,6 +351,12 @@ cmd_docs() {
 cmd_bench() {
     ensure_venv "$BENCH_VENV" bench
     [[ -f benchmarks/run.py ]] || die "benchmarks/run.py does not exist yet"
+    if [[ "${1:-}" == --compare ]]; then
+        # this working tree against commit REF (a temporary git worktree), alternating in one window
+        [[ -n "${2:-}" ]] || die "bench --compare needs a commit: bench --compare REF"
+        shift
+        exec "$BENCH_VENV/bin/python" benchmarks/compare.py "$@"
+    fi
     exec "$BENCH_VENV/bin/python" benchmarks/run.py "$@"
 }
 
@@ -380,7 +387,7 @@ cmd_live() {
     return "$rc"
 }
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"
 [[ $# -gt 0 ]] && shift

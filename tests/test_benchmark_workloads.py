@@ -36,3 +36,39 @@ def test_every_micro_opts_workload_completes(micro_opts: ModuleType) -> None:
             await op()  # each raises AssertionError with the result when it went wrong
 
     asyncio.run(run_all())
+
+
+def _load(monkeypatch: pytest.MonkeyPatch, name: str) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_saved_result_names_its_commit_date_and_load(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    provenance = _load(monkeypatch, "_provenance")
+    saved = provenance.save(tmp_path / "r.txt", "title\nnumbers").read_text().splitlines()
+    assert [line.split(":")[0] for line in saved[:4]] == ["date", "commit", "machine", "load"]
+    assert saved[-2:] == ["title", "numbers"]
+    again = provenance.save(tmp_path / "r.txt", "\n".join(saved)).read_text().splitlines()
+    assert again == saved  # a header already there is kept, not doubled
+
+
+def test_the_compare_worker_imports_its_own_tree_and_times_each_workload(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compare = _load(monkeypatch, "compare")
+    side = compare.Side("HEAD", BENCHMARKS.parent)  # exits unless it imported this tree's kode_nb
+    try:
+        for op in compare.WORKLOADS:
+            side.calibrate(op, 0.002)
+            assert side.n[op] >= 1
+            assert side.batch(op) > 0
+    finally:
+        side.close()
