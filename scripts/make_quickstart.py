@@ -38,11 +38,13 @@ each call the way a model makes it: arguments checked against a schema, policy, 
 anything that changes things, timeouts, cancellation, and an event for every step.
 
 This notebook is the tour from the notebook side. Run the cells from top to bottom
-(<kbd>Shift</kbd>+<kbd>Enter</kbd>); one of them will ask you to click a button.""",
+(<kbd>Shift</kbd>+<kbd>Enter</kbd>); two of them will ask you to click a button. It ends with an
+agent run and its trace.""",
     ),
     (
         "md",
-        "Load the extension. It adds the magics `%%tool`, `%tool`, `%tools`, `%policy` and `%approval`:",
+        "Load the extension. It adds the magics (`%%tool`, `%tool`, `%tools`, `%policy`, `%approval`, "
+        "`%%ask`, `%%agent`, `%model`, `%expand_trace`, `%mcp`) and the live views:",
     ),
     ("py", "%load_ext kode_nb"),
     (
@@ -194,7 +196,7 @@ for event in h.events:
 ## 7. A streaming tool
 
 A tool written as an async generator streams: every item it yields is an update, shown live as it
-arrives; the last one is the result. (A plain function can stream too: declare a `ctx: ToolContext`
+arrives; the last one is the result (shown as the result, not again in the stream). (A plain function can stream too: declare a `ctx: ToolContext`
 parameter and call `ctx.on_update(...)`.) Updates are coalesced, so even 100,000 of them reach the
 browser as a few dozen small messages.""",
     ),
@@ -244,11 +246,67 @@ would refuse `write_note` outright; `%approval auto` runs what would ask, withou
     (
         "md",
         """\
+## 9. An agent calls the tools
+
+`%%ask` runs an agent on the cell's text with the tools named in `--tools`; every call it makes
+goes through the same executor, so `write_note` asks again. The model here is offline: a
+`ScriptedModel` whose turns are written in advance (a function makes a fresh one for each run;
+`--model test` is the other offline model). The cell returns at once with the run's live view,
+and `--out run` keeps its handle.""",
+    ),
+    (
+        "py",
+        """\
+from kode_nb.models import ScriptedModel, call
+
+
+def fever_model():
+    return ScriptedModel([
+        call("convert_temperature", value=101.3),
+        call("write_note", title="fever", text="101.3 °F is 38.5 °C"),
+        "101.3 °F is 38.5 °C; I saved it in the note 'fever'.",
+    ])""",
+    ),
+    (
+        "py",
+        """\
+%%ask --model $fever_model --tools convert_temperature,write_note --out run
+Convert 101.3 °F to Celsius and save the answer as a note.""",
+    ),
+    (
+        "md",
+        """\
+**Click Approve** on the `write_note` call in the run above. The next cell approves for you if
+nobody has (`run.approval()` waits until a call of the run asks), then waits for the answer:""",
+    ),
+    (
+        "py",
+        """\
+if await run.approval(timeout=30):
+    run.approve()
+result = await run
+print(result.status, "->", result.output)
+print(NOTES["fever"])""",
+    ),
+    (
+        "md",
+        """\
+The run's view is now its record: the answer, the tokens, and its **trace**. The trace is the
+run as a tree — each turn, each model call with what the model was sent, each tool call with its
+arguments, approval and result — drawn by the trace viewer in JupyterLab and Notebook 7 (click a
+span for its details). Save the notebook and reopen it, even without a kernel: the records and
+the trace are still there.""",
+    ),
+    ("py", "result.trace"),
+    (
+        "md",
+        """\
 ## Next
 
 Settings live in `%config KodeMagics` (approval timeout, concurrency limit, update rate, display
-style). Everything here also works without Jupyter: `kode_nb.tool`, `Executor` and the event bus
-are plain Python — see the README.""",
+style). Everything here also works without Jupyter: `kode_nb.tool`, `Executor`, `Agent` and the
+event bus are plain Python — see the README. Subagents, teaching mode, many runs, MCP and other
+agent frameworks each have a notebook of their own in this folder.""",
     ),
 ]
 

@@ -118,12 +118,26 @@ def test_saved_outputs_are_the_real_results() -> None:
         "requested", "approval_requested", "approval_resolved (by notebook)", "started", "completed",
     ]  # fmt: skip
     streamed = next(v for k, v in outputs.items() if k.startswith("await countdown"))
-    assert streamed.startswith("streamed: 5… 4… 3… 2… 1… lift-off!\nresult:<SP>lift-off!")
+    # the last item is the result: shown as the result, not again in the stream
+    assert streamed.startswith("streamed: 5… 4… 3… 2… 1… \nresult:<SP>lift-off!")
     # a call's view is saved final (re-sent from a later cell once it ended): its record
     started = next(v for k, v in outputs.items() if k.startswith("h = %tool write_note"))
     assert started == (
         "write_note: ok in <DURATION>\n✔ Approved\nSaved note 'groceries' (10 characters)."
     )
+    # it ends with an agent run, saved as its record, and the run's trace
+    asked = next(v for k, v in outputs.items() if k.startswith("%%ask --model $fever_model"))
+    assert asked.startswith("agent main: completed, 3 turns")
+    answer = "101.3 °F is 38.5 °C; I saved it in the note 'fever'."
+    assert asked.endswith(answer)
+    ran = next(v for k, v in outputs.items() if k.startswith("if await run.approval"))
+    assert ran == f"completed -> {answer}\n101.3 °F is 38.5 °C\n"
+    trace = outputs["result.trace"].splitlines()
+    assert trace[0].startswith("main [completed]")
+    assert [line.split(" [")[0].strip() for line in trace[1:]] == [
+        "chat scripted", "execute_tool convert_temperature", "chat scripted",
+        "execute_tool write_note", "chat scripted",
+    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- sanitize file
