@@ -92,11 +92,20 @@ test('tracesInOutputs finds trace records and the traces inside run records', ()
       data: { 'application/vnd.kode-nb.run+json': { schema: 'kode_nb.run/v1', trace: trace('b2') } }
     },
     { output_type: 'display_data', data: { 'application/vnd.kode-nb.run+json': { trace: null } } },
+    {
+      output_type: 'display_data',
+      data: {
+        'application/vnd.kode-nb.eval+json': {
+          schema: 'kode_nb.eval/v1',
+          cases: [{ epochs: [{ trace: trace('c3') }, { trace: null }] }, { epochs: 'x' }]
+        }
+      }
+    },
     'not an output'
   ];
   assert.deepEqual(
     tracesInOutputs(outputs).map(t => t['trace_id']),
-    ['a1', 'b2']
+    ['a1', 'b2', 'c3']
   );
   assert.deepEqual(
     tracesInOutputs(outputs, 'b2').map(t => t['trace_id']),

@@ -12,6 +12,7 @@ export const TARGET = 'kode_nb.notebook';
 
 const TRACE_MIME = 'application/vnd.kode-nb.trace+json';
 const RUN_MIME = 'application/vnd.kode-nb.run+json';
+const EVAL_MIME = 'application/vnd.kode-nb.eval+json';
 
 export interface ToolRow {
   name: string;
@@ -118,16 +119,30 @@ function joined(v: unknown): string {
   return Array.isArray(v) ? v.map(String).join('') : String(v ?? '');
 }
 
+/** The traces held by an evaluation record's cases' runs. */
+function evalTraces(record: unknown): unknown[] {
+  const cases = isObject(record) && Array.isArray(record['cases']) ? record['cases'] : [];
+  return cases
+    .filter(isObject)
+    .flatMap(c => (Array.isArray(c['epochs']) ? c['epochs'] : []))
+    .map(e => (isObject(e) ? e['trace'] : null));
+}
+
 /**
- * The kode_nb traces shown in a cell's nbformat outputs: trace records, and the trace inside a
- * run record (plain or compact); only `trace_id` when given. Each is the record's JSON as saved.
+ * The kode_nb traces shown in a cell's nbformat outputs: trace records, the trace inside a run
+ * record, and the traces of an evaluation record's runs (plain or compact); only `trace_id` when
+ * given. Each is the record's JSON as saved.
  */
 export function tracesInOutputs(outputs: unknown, traceId?: string): Obj[] {
   const found: Obj[] = [];
   for (const out of Array.isArray(outputs) ? outputs.filter(isObject) : []) {
     const data = isObject(out['data']) ? out['data'] : {};
     const run = data[RUN_MIME];
-    for (const trace of [data[TRACE_MIME], isObject(run) ? run['trace'] : null]) {
+    for (const trace of [
+      data[TRACE_MIME],
+      isObject(run) ? run['trace'] : null,
+      ...evalTraces(data[EVAL_MIME])
+    ]) {
       if (isObject(trace) && (isObject(trace['root']) || isCompact(trace))) {
         if (traceId === undefined || trace['trace_id'] === traceId) {
           found.push(trace);
