@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from many_runs import CONCURRENCY, N, clocks, echo_task, echo_tool, since
+from many_runs import CONCURRENCY, N, clocks, echo_task, echo_tool, floor, since
 
 from kode_nb.evals import Case, Dataset, EqualsExpected, evaluate
 
@@ -44,19 +44,6 @@ REPEATS = 7
 
 def dataset(n: int) -> Dataset:
     return Dataset([Case(name=f"c{i}", inputs={"i": i}, expected_output=str(i)) for i in range(n)])
-
-
-async def floor() -> tuple[float, float]:
-    task = echo_task()
-    gate = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(i: int) -> str:
-        async with gate:
-            return await task(i)
-
-    t0 = clocks()
-    await asyncio.gather(*(one(i) for i in range(N)))
-    return since(t0)
 
 
 async def kode(ds: Dataset) -> tuple[float, float]:
