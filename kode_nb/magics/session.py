@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import threading
@@ -231,7 +232,7 @@ class KodeSession:
         common: dict[str, Any] = dict(
             tool=tool.name if tool is not None else name,
             kind=tool.kind.value if tool is not None else kind,
-            arguments=arguments,
+            arguments=_shown_arguments(arguments),
             call_id=call_id,
             rate=self.settings.update_rate,
             loop=loop,
@@ -491,3 +492,17 @@ class KodeSession:
 
     def __repr__(self) -> str:
         return f"KodeSession(style={self.style!r}, tools={len(self.registry)}, running={len(self.handles)})"
+
+
+def _shown_arguments(arguments: Any) -> Any:
+    """The arguments as a call's view and record show them: the raw JSON text of an object
+    (how another framework's call, e.g. the OpenAI Agents SDK's, hands them over) as that
+    object, so they show as JSON rather than as one escaped string."""
+    if isinstance(arguments, (str, bytes, bytearray)):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return arguments
+        if isinstance(parsed, dict):
+            return parsed
+    return arguments
