@@ -36,6 +36,17 @@ from kode_nb.tools import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(autouse=True)
+def _cache_keys_apart(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The run caches' key files go to a state folder of this test's own, not to ``~``."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 SCORERS = [EqualsExpected(), ToolCalled("square"), NoDeniedCalls(), Turns(max=2)]
 
 
