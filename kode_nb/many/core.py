@@ -32,6 +32,7 @@ from kode_nb.many._recheck import decisions_hold
 from kode_nb.many._relay import add_note
 from kode_nb.many.cache import DEFAULT_CACHE_DIR, RunCache
 from kode_nb.many.engines import Engine, make_engine
+from kode_nb.many.frame import warn_renamed
 from kode_nb.many.inbox import Inbox
 from kode_nb.many.rows import RowResult, normalize_inputs, redact_result, row_key
 from kode_nb.many.runner import Prices
@@ -98,6 +99,8 @@ class ManyRun:
         self.cache = cache
         self.cache_notice: str | None = None
         """Why this batch runs without the cache it was asked to use (``None``: it does not)."""
+        self.column_notice: str | None = None
+        """Which input columns the results rename (``note`` is ``input.note``), if any."""
         self.max_concurrency = max_concurrency
         self.prices = prices
         self.results: list[RowResult | None] = [None] * len(rows)
@@ -134,9 +137,10 @@ class ManyRun:
 
     @property
     def notes(self) -> list[str]:
-        """What the batch skipped and why: the cache itself (:attr:`cache_notice`), bad or
-        unauthenticated cache entries."""
-        notes = [self.cache_notice] if self.cache_notice else []
+        """What to know about the batch: renamed input columns (:attr:`column_notice`), what
+        it skipped and why: the cache itself (:attr:`cache_notice`), bad or unauthenticated
+        cache entries."""
+        notes = [n for n in (self.column_notice, self.cache_notice) if n]
         return notes + (list(self.cache.notes) if self.cache is not None else [])
 
     def counts(self) -> dict[str, int]:
@@ -421,6 +425,7 @@ def _prepare(
         raise ConfigurationError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
     target = as_target(agent_or_tool, prompt=prompt, model=model, label=label, registry=registry)
     rows = normalize_inputs(inputs)
+    renamed = warn_renamed(rows, target.display)
     store = None
     notice = None
     if cache is not False:
@@ -443,6 +448,7 @@ def _prepare(
         prices=prices,
     )
     batch.cache_notice = notice
+    batch.column_notice = renamed
     return batch
 
 
