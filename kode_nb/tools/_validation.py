@@ -237,6 +237,8 @@ class LoneModelValidator(_PydanticValidator):
             if self._needle_bytes not in raw:
                 return None
             data = self._parsed(raw)
+        elif raw is None or self.param not in raw:  # the common case, before any ABC check
+            return None
         if isinstance(data, Mapping) and len(data) == 1 and self.param in data:
             inner = data[self.param]
             if isinstance(inner, self.model):  # `%tool NAME query=$q`, q an instance
