@@ -22,10 +22,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from kode_nb.magics.kode_magics import KodeMagics
+
+class CommHost(Protocol):
+    """What the notebook comm reads of the magics that register it (``KodeMagics``)."""
+
+    @property
+    def shell(self) -> Any:
+        """The IPython shell of the kernel."""
+
+    @property
+    def session(self) -> Any:
+        """The kernel's ``KodeSession``: its registry, policy, bus and MCP state."""
+
 
 __all__ = ["RATE", "TARGET", "NotebookChannel", "insert_cells", "register", "unregister"]
 
@@ -57,7 +67,7 @@ _FIRST_USED = ("kode_nb.ui.records", "kode_nb.ui.tool_html", "kode_nb.ui.trace_o
 first on the kernel's thread, when the channel is made there."""
 
 
-def register(magics: KodeMagics) -> bool:
+def register(magics: CommHost) -> bool:
     """Register the comm target for ``magics``' kernel; False where the kernel has no comms.
 
     The front end opens the comm as soon as the target exists, and its handler runs on a kernel
@@ -121,7 +131,7 @@ def _kernel_loop(shell: Any) -> asyncio.AbstractEventLoop:
         return asyncio.get_event_loop_policy().get_event_loop()
 
 
-def unregister(magics: KodeMagics) -> None:
+def unregister(magics: CommHost) -> None:
     """Remove the comm target and close the open channels."""
     manager = _comm_manager(magics.shell)
     if manager is not None and TARGET in getattr(manager, "targets", {}):
@@ -175,7 +185,7 @@ class NotebookChannel:
     def __init__(
         self,
         comm: Any,
-        magics: KodeMagics,
+        magics: CommHost,
         channels: list[NotebookChannel],
         *,
         loop: asyncio.AbstractEventLoop | None = None,
