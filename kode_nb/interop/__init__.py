@@ -21,6 +21,11 @@ LangChain/LangGraph.
   to an OpenTelemetry collector over OTLP/HTTP.
 * **Replay and fork** — :func:`replay_model` swaps a recorded model into a captured
   pydantic-ai or OpenAI Agents SDK run (a fork: ``until=N, then=model``); not LangChain.
+* **kode_nb's model in the frameworks** — :func:`pydantic_ai_model` (a pydantic-ai ``Model``),
+  :func:`openai_agents_model` and :class:`KodeModelProvider` (an OpenAI Agents SDK ``Model`` and
+  ``ModelProvider``), :func:`langchain_model` (a LangChain chat model, for LangGraph too): each
+  request goes through a kode_nb model, with its server profile, tool calls written as text read
+  back, refits, time limits, one HTTP client per model and bounded rounds of calls.
 * **Many runs** — :func:`row_runner` turns a framework agent into the async function of a row
   that ``kode_nb.run_many`` runs.
 
@@ -38,14 +43,18 @@ from typing import TYPE_CHECKING, Any
 __all__ = [
     "Capture",
     "FrameworkRun",
+    "KodeModelProvider",
     "KodeTools",
     "ScriptedAgentsModel",
     "answer_deferred",
     "answer_interruptions",
     "capture",
     "export_otlp",
+    "langchain_model",
     "langchain_tools",
+    "openai_agents_model",
     "openai_agents_tools",
+    "pydantic_ai_model",
     "pydantic_ai_toolset",
     "recorded_answers",
     "replay_model",
@@ -69,6 +78,10 @@ _EXPORTS = {
     "ScriptedAgentsModel": "kode_nb.interop._openai_agents",
     "langchain_tools": "kode_nb.interop._langchain",
     "export_otlp": "kode_nb.interop._otlp",
+    "pydantic_ai_model": "kode_nb.interop._pa_model",
+    "openai_agents_model": "kode_nb.interop._sdk_model",
+    "KodeModelProvider": "kode_nb.interop._sdk_model",
+    "langchain_model": "kode_nb.interop._lc_model",
     "replay_model": "kode_nb.interop._replay",
     "recorded_answers": "kode_nb.interop._replay",
 }
@@ -78,6 +91,9 @@ _NEEDS = {
     "kode_nb.interop._openai_agents": ("agents", "openai-agents"),
     "kode_nb.interop._langchain": ("langchain_core", "langchain"),
     "kode_nb.interop._otlp": ("opentelemetry.exporter.otlp.proto.http", "otlp"),
+    "kode_nb.interop._pa_model": ("pydantic_ai", "pydantic-ai"),
+    "kode_nb.interop._sdk_model": ("agents", "openai-agents"),
+    "kode_nb.interop._lc_model": ("langchain_core", "langchain"),
 }
 
 
@@ -108,11 +124,13 @@ if TYPE_CHECKING:
     from kode_nb.interop._capture import Capture as Capture
     from kode_nb.interop._capture import capture as capture
     from kode_nb.interop._langchain import langchain_tools as langchain_tools
+    from kode_nb.interop._lc_model import langchain_model as langchain_model
     from kode_nb.interop._openai_agents import ScriptedAgentsModel as ScriptedAgentsModel
     from kode_nb.interop._openai_agents import answer_interruptions as answer_interruptions
     from kode_nb.interop._openai_agents import openai_agents_tools as openai_agents_tools
     from kode_nb.interop._openai_agents import run_with_approvals as run_with_approvals
     from kode_nb.interop._otlp import export_otlp as export_otlp
+    from kode_nb.interop._pa_model import pydantic_ai_model as pydantic_ai_model
     from kode_nb.interop._pydantic_ai import answer_deferred as answer_deferred
     from kode_nb.interop._pydantic_ai import pydantic_ai_toolset as pydantic_ai_toolset
     from kode_nb.interop._replay import recorded_answers as recorded_answers
@@ -120,3 +138,5 @@ if TYPE_CHECKING:
     from kode_nb.interop._run import FrameworkRun as FrameworkRun
     from kode_nb.interop._run import row_runner as row_runner
     from kode_nb.interop._run import start as start
+    from kode_nb.interop._sdk_model import KodeModelProvider as KodeModelProvider
+    from kode_nb.interop._sdk_model import openai_agents_model as openai_agents_model

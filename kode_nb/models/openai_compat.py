@@ -55,6 +55,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -98,6 +99,14 @@ logger = logging.getLogger("kode_nb.models")
 
 ANSWER_NUDGE = "Answer my question using the tool result above, in plain words."
 """Sent (on the wire only) after the tool results to a model that writes its calls as text."""
+
+NEXT_NUDGE = (
+    "Use the tool result above. If my question needs another tool call, make it now with the "
+    "values from the results; otherwise answer my question in plain words."
+)
+"""Sent (on the wire only) after the tool results when the tools are offered again to a model
+that writes its calls as text (or under a profile's tool strategy): small models otherwise
+repeat the call they just made."""
 
 _PROMPT_FREE_TOKENS = 500
 """Prompt tokens the plain first-response limit covers; longer prompts get more time (the
@@ -155,6 +164,7 @@ class OpenAIChatModel(HttpModel):
         api_version: str | None = None,
         text_calls: bool | None = None,
         refit_calls: bool = True,
+        max_tool_rounds: int | None = 4,
     ) -> None:
         found = detect_profile(base_url) if profile is None else get_profile(profile)
         if api_key_env is _UNSET:
@@ -203,13 +213,29 @@ class OpenAIChatModel(HttpModel):
         self.refit_calls = refit_calls
         """A call read from text whose arguments do not fit its tool is asked for again with
         that tool forced, where the server can force one (see :meth:`_refit`)."""
+        if max_tool_rounds is not None and (
+            isinstance(max_tool_rounds, bool)
+            or not isinstance(max_tool_rounds, int)
+            or max_tool_rounds < 1
+        ):
+            raise ConfigurationError(
+                f"{self.name}: max_tool_rounds must be a positive integer or None, "
+                f"got {max_tool_rounds!r}"
+            )
+        self.max_tool_rounds = max_tool_rounds
+        """Rounds of tool calls (answers that made calls, since the last user message) after
+        which a model that writes its calls as text, or a profile with a tool strategy, is asked
+        for the answer without tools (``None``: no budget; repeated calls still end the
+        rounds)."""
         self._profile_given = profile is not None
         self.identified = found.hosted
         """The server has been asked what it is (``GET /models``, before the first request;
         hosted providers never are)."""
         self.calls_as_text = False
         """The model has written its tool calls as text (they were recovered): after tool
-        results it is sent no tools, so that it answers (small models call again otherwise)."""
+        results it is offered the tools again, and a call it repeats (same tool, same arguments)
+        is answered by asking for the answer without tools (small models call again instead of
+        answering); see :meth:`_after_results`."""
         self._use_profile(found)
 
     def _use_profile(self, found: ServerProfile) -> None:
@@ -250,6 +276,7 @@ class OpenAIChatModel(HttpModel):
             "tool_strategy": self.profile.tool_strategy,
             "text_calls": self.text_calls,
             "refit_calls": self.refit_calls,
+            "max_tool_rounds": self.max_tool_rounds,
         }
 
     async def prepare(self) -> None:
@@ -311,11 +338,6 @@ class OpenAIChatModel(HttpModel):
         """The ``tool_choice`` asked for: the request's, else this model's (``None``: none)."""
         return request.settings.tool_choice or self.tool_choice
 
-    def _asks_for_the_answer(self, request: ModelRequest) -> bool:
-        """The ``named-then-none`` strategy's request after successful tool results: it ends
-        with :data:`ANSWER_NUDGE` (on the wire only)."""
-        return self._left_to_strategy(request) and _answered(request.messages)
-
     def _left_to_strategy(self, request: ModelRequest) -> bool:
         """No ``tool_choice`` was asked for, and the profile's strategy is ``named-then-none``."""
         return (
@@ -336,7 +358,8 @@ class OpenAIChatModel(HttpModel):
         """The JSON body for ``request`` (public for inspection and tests)."""
         streamed = self.wants_stream(request) if stream is None else stream
         choice, _, prompted = self._tool_choice(request) if request.tools else (None, None, False)
-        schema = call_schema(request.tools) if prompted and self.profile.response_schema else None
+        constrain = prompted and self.profile.response_schema and not _answered(request.messages)
+        schema = call_schema(request.tools) if constrain else None
         if prompted:  # the tools described in the system prompt, the calls read from the text
             plain = schema is not None or self.profile.escapes_messages
             system = with_tools_prompt(
@@ -354,8 +377,8 @@ class OpenAIChatModel(HttpModel):
         }
         if streamed and self.stream_usage:
             body["stream_options"] = {"include_usage": True}
-        if request.tools and self._asks_for_the_answer(request):
-            body["messages"].append({"role": "user", "content": ANSWER_NUDGE})
+        if request.tools and self._rounds_guarded(request):
+            body["messages"].append({"role": "user", "content": NEXT_NUDGE})
         if request.tools:
             body["tools"] = openai_tools(request, strict=self.strict)
             if choice is not None:
@@ -385,24 +408,121 @@ class OpenAIChatModel(HttpModel):
         return max(size / 4 - _PROMPT_FREE_TOKENS, 0.0) / rate
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        if request.tools and self._closes_with_nudge(request):
-            return self._answer_not_echoed(request)
+        if request.tools and self._rounds_guarded(request):
+            return self._after_results(request)
         return self._stream(request)
 
-    def _closes_with_nudge(self, request: ModelRequest) -> bool:
-        """The request follows tool results and ends by asking for the answer
-        (:data:`ANSWER_NUDGE`): after calls written as text, or the ``named-then-none``
-        strategy's."""
+    def _rounds_guarded(self, request: ModelRequest) -> bool:
+        """The request follows successful tool results, to a model that writes its calls as
+        text or under the profile's tool strategy: :meth:`_after_results` keeps it from
+        calling for ever."""
         return _answered(request.messages) and (
             self.calls_as_text or self._left_to_strategy(request)
         )
 
-    async def _answer_not_echoed(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """The answer to a request that asks for it after tool results, received whole first:
-        a small model sometimes answers it by repeating an earlier message of the conversation
-        word for word (its task as the caller wrote it, a subagent's inputs) instead of using
-        the results. Such an echo is not the answer: the request is sent once more (its usage
-        counted, a notice saying why), and the second answer stands, whatever it is."""
+    async def _after_results(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """A request after tool results, to a small model that calls again instead of
+        answering: the tools are offered again, so that a run can make the next call it needs
+        (a chain: the second call uses the first call's result). Loops are kept out three ways:
+
+        - a call that repeats one already answered in this conversation (same tool, same
+          arguments) is not made again: its result is above, so the answer is asked for, with
+          no tools and :data:`ANSWER_NUDGE` (a notice names the call); new calls of the same
+          answer are kept. So is a call whose argument values appear nowhere in the user's
+          messages or the tool results (made up: small models offered tools again call one with
+          an example value, ``get_weather("Paris")``, after an addition);
+        - after ``max_tool_rounds`` rounds of calls the answer is asked for straight away;
+        - an answer that repeats an earlier message, or the tools' own description, word for
+          word is no answer: it is asked for (:meth:`_answer_not_echoed`).
+
+        The first answer is received whole before anything is yielded."""
+        rounds = _rounds(request.messages)
+        if self.max_tool_rounds is not None and rounds >= self.max_tool_rounds:
+            yield Notice(
+                text=f"tool rounds: {rounds} rounds of calls (max_tool_rounds="
+                f"{self.max_tool_rounds}); this request offers no tools and asks for the answer"
+            )
+            async for event in self._answer_not_echoed(_nudged(request)):
+                yield event
+            return
+        first = [event async for event in self._stream(request)]
+        calls = [e for e in first if isinstance(e, ToolCallPart)]
+        if calls:
+            done = _answered_calls(request.messages)
+            sources = _sources(request.messages)
+            repeats = [c for c in calls if _call_key(c.name, c.arguments) in done]
+            made_up = [c for c in calls if c not in repeats and not _grounded(c.arguments, sources)]
+            stale = repeats + made_up
+            if not stale:
+                for event in first:
+                    yield event
+                return
+            why = "; ".join(
+                [
+                    *(
+                        [f"{_calls_named(repeats)} again with the same arguments (answered above)"]
+                        if repeats
+                        else []
+                    ),
+                    *(
+                        [
+                            f"{_calls_named(made_up)} with values found neither in the "
+                            "conversation's messages nor in its tool results (made up)"
+                        ]
+                        if made_up
+                        else []
+                    ),
+                ]
+            )
+            if len(stale) < len(calls):
+                for event in first:
+                    if not (isinstance(event, ToolCallPart) and event in stale):
+                        yield event
+                yield Notice(text=f"tool rounds: dropped the call(s) {why}; the others kept")
+                return
+            for event in first:
+                if isinstance(event, (UsageInfo, RequestSent, Notice)):
+                    yield event
+            yield Notice(
+                text=f"tool rounds: the model called {why}, so this request offers no tools "
+                "and asks for the answer"
+            )
+            async for event in self._answer_not_echoed(_nudged(request)):
+                yield event
+            return
+        echoed = _echo(_answer_text(first), request)
+        if echoed is None:
+            for event in first:
+                yield event
+            return
+        for event in first:
+            if isinstance(event, (UsageInfo, Notice)):
+                yield event
+        yield Notice(
+            text=f"the answer repeated {echoed} word for word instead of answering; asked for "
+            "the answer without tools"
+        )
+        async for event in self._answer_not_echoed(_nudged(request), once=True):
+            yield event
+
+    async def _answer_not_echoed(
+        self, request: ModelRequest, *, once: bool = False
+    ) -> AsyncIterator[ModelEvent]:
+        """The answer to a request that asks for it after tool results (no tools,
+        :data:`ANSWER_NUDGE` last), received whole first: a small model sometimes answers it by
+        repeating an earlier message of the conversation word for word (its task as the caller
+        wrote it, a subagent's inputs) instead of using the results. Such an echo is not the
+        answer: the request is sent once more (its usage counted, a notice saying why), and the
+        second answer stands, whatever it is (``once``: the first answer stands, an echo having
+        been asked about already)."""
+        yield Notice(
+            text="tool strategy answer-after-text-calls: this request offers no tools and asks "
+            "for the answer"
+        )
+        if once:  # an echo was asked about already: this answer stands
+            async for event in self._stream(request):
+                yield event
+            return
         first = [event async for event in self._stream(request)]
         echoed = _echo(_answer_text(first), request)
         if echoed is None:
@@ -434,25 +554,10 @@ class OpenAIChatModel(HttpModel):
                 text=f"the server does not list the model {self.model!r} "
                 f"(it lists {', '.join(info.model_ids)})"
             )
-        if self.calls_as_text and request.tools and _answered(request.messages):
-            request = dataclasses.replace(
-                request, tools=(), messages=(*request.messages, UserMessage(content=ANSWER_NUDGE))
-            )
-            yield Notice(
-                text="tool strategy answer-after-text-calls: this model writes its calls "
-                "as text, and offered tools again after a result it calls again instead "
-                "of answering; this request offers none and asks for the answer"
-            )
         if request.tools:
             _, notice, _ = self._tool_choice(request)
             if notice:
                 yield Notice(text=notice)
-            if self._asks_for_the_answer(request):
-                yield Notice(
-                    text="tool strategy named-then-none: the request after the tool results "
-                    "ends by asking for the answer (the model otherwise often answers "
-                    "without using them)"
-                )
         body = self.request_body(request)
         streamed = bool(body.get("stream"))
         if request.tools and self.no_stream_with_tools and not streamed and self.stream_answers:
@@ -526,8 +631,11 @@ class OpenAIChatModel(HttpModel):
         if dropped:  # as the server's own parser would: one call per answer
             calls = calls[:1]
         out: list[ModelEvent] = [TextCallsRecovered(text=text)]
+        made = sum(
+            len(m.tool_calls) for m in request.messages if isinstance(m, AssistantMessage)
+        )  # ids unique in the conversation: frameworks match results to calls by id
         out.extend(
-            ToolCallPart(id=f"text_call_{i}", name=c.name, arguments=c.arguments)
+            ToolCallPart(id=f"text_call_{made + i}", name=c.name, arguments=c.arguments)
             for i, c in enumerate(calls, 1)
         )
         mended = [
@@ -942,6 +1050,8 @@ def _echo(text: str, request: ModelRequest) -> str | None:
     said = " ".join(text.split())
     if len(said) < _ECHO_MIN:
         return None
+    if "<tools>" in said or ('"type": "function"' in said and '"parameters"' in said):
+        return "the tools' description"
     if _repeats(said, request.system):
         return "the system prompt"
     if _repeats(said, ANSWER_NUDGE):
@@ -963,6 +1073,96 @@ def _answered(messages: tuple[Any, ...]) -> bool:
     return bool(results) and not any(r.is_error for r in results)
 
 
+def _nudged(request: ModelRequest) -> ModelRequest:
+    """``request`` with no tools, ending by asking for the answer (:data:`ANSWER_NUDGE`)."""
+    return dataclasses.replace(
+        request, tools=(), messages=(*request.messages, UserMessage(content=ANSWER_NUDGE))
+    )
+
+
+def _since_user(messages: tuple[Any, ...]) -> list[Any]:
+    """The messages after the last user message (the current question's rounds)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], UserMessage):
+            return list(messages[index + 1 :])
+    return list(messages)
+
+
+def _rounds(messages: tuple[Any, ...]) -> int:
+    """Answers that made tool calls since the last user message."""
+    return sum(1 for m in _since_user(messages) if isinstance(m, AssistantMessage) and m.tool_calls)
+
+
+def _call_key(name: str, arguments: str) -> tuple[str, str]:
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return name, arguments
+    return name, json.dumps(parsed, sort_keys=True)
+
+
+def _calls_named(calls: list[ToolCallPart]) -> str:
+    return ", ".join(f"{c.name}({_short(c.arguments, 80)})" for c in calls)
+
+
+def _sources(messages: tuple[Any, ...]) -> str:
+    """The user's messages and the tool results of the conversation, lower-cased, numbers
+    without thousands separators: where a later call's values must come from."""
+    texts = []
+    for m in messages:
+        if isinstance(m, UserMessage):
+            texts.append(m.content)
+        elif isinstance(m, ToolResultMessage):
+            texts.extend(block_text(b) for b in m.content)
+    return _THOUSANDS.sub("", "\n".join(texts).lower())
+
+
+_THOUSANDS = re.compile(r"(?<=\d)[,_](?=\d{3}\b)")
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _grounded(arguments: str, sources: str) -> bool:
+    """Every value of ``arguments`` (JSON text) appears in ``sources`` (:func:`_sources`): a
+    string as it is (case aside), a number as a number. Arguments that are no JSON are left
+    to the tool's validation."""
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return True
+    for leaf in _leaves(parsed):
+        if leaf is None or isinstance(leaf, bool):
+            continue
+        if isinstance(leaf, (int, float)):
+            forms = {str(leaf)}
+            if isinstance(leaf, float) and leaf.is_integer():
+                forms.add(str(int(leaf)))
+            if not any(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d])", sources) for f in forms):
+                return False
+        elif isinstance(leaf, str) and leaf.strip() and leaf.strip().lower() not in sources:
+            return False
+    return True
+
+
+def _answered_calls(messages: tuple[Any, ...]) -> set[tuple[str, str]]:
+    """The calls of the current question answered without an error, as ``(tool, arguments)``."""
+    recent = _since_user(messages)
+    ok = {m.call_id for m in recent if isinstance(m, ToolResultMessage) and not m.is_error}
+    return {
+        _call_key(c.name, c.arguments)
+        for m in recent
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls
+        if c.id in ok
+    }
+
+
 def _named_then_none(
     request: ModelRequest, names: list[str], supported: frozenset[str], *, prompted: bool
 ) -> tuple[str, str, str]:
@@ -972,6 +1172,16 @@ def _named_then_none(
     text are read) the tools described in the system prompt with ``"none"`` (form
     ``"prompted"``), else ``"auto"``."""
     if request.messages and isinstance(request.messages[-1], ToolResultMessage):
+        if prompted and "none" in supported:
+            return (
+                "none",
+                "prompted",
+                (
+                    "tool strategy named-then-none: after the tool results the tools are "
+                    "described in the system prompt again, tool_choice 'none' is sent (no call "
+                    "is forced) and a call written in the answer text is read"
+                ),
+            )
         return "none", "none", "tool strategy named-then-none: 'none' after the tool results"
     if len(names) == 1 and "named" in supported:
         return names[0], "named", f"tool strategy named-then-none: forced {names[0]!r}"

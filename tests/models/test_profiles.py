@@ -26,7 +26,7 @@ from kode_nb.models import (
     resolve_model,
 )
 from kode_nb.models._profiles import PROFILES, detect_profile
-from kode_nb.models.openai_compat import ANSWER_NUDGE
+from kode_nb.models.openai_compat import NEXT_NUDGE
 from kode_nb.types import TextBlock
 
 from ._mock import MockServer, error, payload, sse
@@ -455,7 +455,7 @@ async def test_a_generic_server_is_identified_before_the_first_request() -> None
     assert messages[3]["content"] == (
         "Result of get_weather (call c1):\n18 C, sun\n\nResult of get_time (call c2):\n12:00"
     )
-    assert messages[4]["content"] == ANSWER_NUDGE  # the strategy asks for the answer
+    assert messages[4]["content"] == NEXT_NUDGE  # the strategy: the next call or the answer
     assert "tool_choice" in server.body(1)  # "auto" is honoured by this server
     assert response.notices[0].startswith("the server is a llama-cpp-python server")
     assert "tool results are sent as a user message" in response.notices[0]
