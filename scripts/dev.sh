@@ -22,6 +22,8 @@
 # Environment: PYTHON (default python3) builds the venvs; KODE_NB_FORCE_INSTALL=1 reinstalls even
 # when pyproject.toml has not changed. `test` exports KODE_NB_EXTRA_KERNELS (kernelspec names, comma
 # separated) for tests/kernel: the kernels to run the approval and stream tests on besides python3.
+# KODE_NB_TEST_LOAD=N makes `test` run its checks beside N busy processes (one CPU hog each, started
+# before the checks and stopped when they end): the suite must hold on a busy machine.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -258,6 +260,24 @@ stop_live_server() {
     LIVE_SERVER_PID=""
 }
 
+# start_load N: N busy processes (CPU hogs) beside the checks, bounded to 3 hours; stop_load ends
+# them. For proving that the suite holds under load (KODE_NB_TEST_LOAD).
+LOAD_PIDS=()
+start_load() {
+    local n="$1" i
+    [[ "$n" =~ ^[0-9]+$ ]] || die "KODE_NB_TEST_LOAD must be a number of busy processes, got '$n'"
+    for ((i = 0; i < n; i++)); do
+        timeout 10800 sh -c 'while :; do :; done' &
+        LOAD_PIDS+=("$!")
+    done
+    ((n == 0)) || log "running the checks beside $n busy processes (KODE_NB_TEST_LOAD)"
+}
+stop_load() {
+    local pid
+    for pid in "${LOAD_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    LOAD_PIDS=()
+}
+
 STEPS=()
 RESULTS=()
 TIMES=()
@@ -289,7 +309,8 @@ cmd_test() {
     step chromium ensure_chromium
     scratch="$(mktemp -d "${TMPDIR:-/tmp}/kode_nb-test.XXXXXX")"
     # shellcheck disable=SC2064
-    trap "rm -rf '$scratch'; stop_live_server" EXIT
+    trap "rm -rf '$scratch'; stop_live_server; stop_load" EXIT
+    start_load "${KODE_NB_TEST_LOAD:-0}"
     use_jupyter_state "$scratch"
     export PATH="$VENV/bin:$PATH"
     # The kernel tests run on ipykernel 6 too (tests/kernel/conftest.py reads KODE_NB_EXTRA_KERNELS).
