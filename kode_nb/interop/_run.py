@@ -52,6 +52,9 @@ class FrameworkRun(HandleBase):
         self.cancelled = False
         self.on_done: list[Callable[[FrameworkRun], object]] = []
         """Called (on the loop) when the run ends; the notebook refreshes its view here."""
+        self.shown_in: object = None
+        """The notebook cell (its execution count) that shows the run's live display: the run
+        displayed again as that cell's value adds nothing."""
 
     # ------------------------------------------------------------------ state
 

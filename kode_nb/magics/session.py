@@ -329,6 +329,7 @@ class KodeSession:
 
         view = _RunDisplay(run)
         view.display_handle = display(view, display_id=True)
+        run.shown_in = getattr(self.shell, "execution_count", None)
         self.remember(view)
 
         def done(_run: Any) -> None:

@@ -173,10 +173,30 @@ def _show_run(result: Any) -> None:
         raise NotImplementedError("not shown live in this cell: displayed as its run record")
 
 
+def _show_framework_run(run: Any) -> None:
+    """A framework run displayed as a cell's value while it runs: nothing in the cell that
+    already shows it (``kode_nb.interop.start`` did), its live display in another cell (replaced
+    by its run record when it ends), never a status line that stays "running" once saved. An
+    ended run declines (``NotImplementedError``: its run record, from :data:`BUNDLE`)."""
+    from IPython import get_ipython
+
+    from kode_nb.interop._host import current_host
+
+    if run.done():
+        raise NotImplementedError("ended: displayed as its run record")
+    if run.shown_in is not None and run.shown_in == getattr(get_ipython(), "execution_count", None):
+        return
+    show = getattr(current_host(), "show_run", None)
+    if not callable(show):
+        raise NotImplementedError("no notebook session to show it live")
+    show(run)
+
+
 LIVE: dict[str, Callable[[Any], None]] = {
     "many": _show_batch,
     "comparison": _show_comparison,
     "run": _show_run,
+    "framework_run": _show_framework_run,
 }
 """Renderer key -> ``obj -> None``: displays ``obj`` itself (a live view)."""
 
