@@ -279,16 +279,42 @@ def _model_name(agent: Any) -> str:
     return str(getattr(model, "model_name", None) or getattr(model, "name", None) or model)
 
 
-async def _run_framework(fw: str, agent: Any, text: str) -> Any:
-    if fw == "pydantic-ai":
-        return (await agent.run(text)).output
-    if fw == "openai-agents":
-        from agents import Runner
+MAX_APPROVAL_ROUNDS = 20
+"""How many times a row's framework run may stop for its own approvals and resume."""
 
-        return (await Runner.run(agent, text)).final_output
+
+async def _run_framework(fw: str, agent: Any, text: str) -> Any:
+    """The row's run; a run that stops for the framework's own approvals (pydantic-ai's
+    deferred tools, the Agents SDK's ``needs_approval``) has them answered by kode_nb's approver
+    — the batch's inbox — and resumes, as :func:`answer_deferred` and
+    :func:`~kode_nb.interop.run_with_approvals` do in a notebook."""
+    if fw == "pydantic-ai":
+        return await _pydantic_ai_row(agent, text)
+    if fw == "openai-agents":
+        from kode_nb.interop._openai_agents import run_with_approvals
+
+        return (await run_with_approvals(agent, text, max_rounds=MAX_APPROVAL_ROUNDS)).final_output
     graph = hasattr(agent, "get_graph") and not hasattr(agent, "bind_tools")
     reply = await agent.ainvoke({"messages": [("user", text)]} if graph else text)
     if isinstance(reply, Mapping) and reply.get("messages"):
         last = reply["messages"][-1]
         return getattr(last, "content", last)
     return getattr(reply, "content", reply)
+
+
+async def _pydantic_ai_row(agent: Any, text: str) -> Any:
+    from pydantic_ai.tools import DeferredToolRequests
+
+    from kode_nb.interop._pydantic_ai import answer_deferred
+
+    result = await agent.run(text)
+    for _ in range(MAX_APPROVAL_ROUNDS):
+        if not isinstance(result.output, DeferredToolRequests) or not result.output.approvals:
+            return result.output
+        answers = await answer_deferred(result.output)
+        result = await agent.run(
+            message_history=result.all_messages(), deferred_tool_results=answers
+        )
+    raise RuntimeError(
+        f"the run stopped for approval more than {MAX_APPROVAL_ROUNDS} times; it was not resumed"
+    )

@@ -63,6 +63,50 @@ async def test_run_many_runs_an_openai_agents_agent_per_row(registry: ToolRegist
     assert batch.trace(0).root.attributes["framework"] == "openai-agents"
 
 
+@pytest.mark.parametrize("answer", ["approve", "deny"])
+async def test_the_frameworks_own_approvals_in_a_row_go_to_the_batchs_inbox(
+    registry: ToolRegistry, notes: dict[str, str], answer: str
+) -> None:
+    """pydantic-ai's deferred tools and the SDK's needs_approval stop a row's run for approval:
+    the batch's inbox (here its policy) answers, once per call, and the run resumes."""
+    from pydantic_ai.tools import DeferredToolRequests
+
+    asked: list[str] = []
+
+    def policy(request: Any, row: Any) -> Any:
+        asked.append(request.tool)
+        return (
+            kode_nb.approve(by="policy") if answer == "approve" else kode_nb.deny("no", by="policy")
+        )
+
+    ex = Executor(registry)
+    deferred = Agent(
+        FunctionModel(note_writer), name="deferred", output_type=[str, DeferredToolRequests],
+        toolsets=[pydantic_ai_toolset(["write_note"], executor=ex, approval="deferred")],
+    )  # fmt: skip
+    sdk = SdkAgent(
+        name="sdk_writer",
+        model=ScriptedAgentsModel(lambda _input: "unused"),
+        tools=openai_agents_tools(["write_note"], executor=ex, approval="sdk"),
+    )
+    sdk.model = ScriptedAgentsModel(
+        lambda conversation: "done" if any(
+            isinstance(i, dict) and i.get("type") == "function_call_output" for i in conversation
+        ) else ("write_note", {"title": "s", "text": "x"})
+    )  # fmt: skip
+    first = await arun_many(deferred, [{"prompt": "p"}], cache=False, policy=policy)
+    second = await arun_many(sdk, ["write s"], cache=False, policy=policy)
+    assert asked == ["write_note", "write_note"]  # each call asked once, of the inbox
+    if answer == "approve":
+        assert list(first.frame()["output"]) == ["wrote p"]
+        assert list(second.frame()["output"]) == ["done"]
+        assert notes == {"p": "x", "s": "x"}
+    else:
+        assert notes == {}
+        assert list(first.frame()["status"]) == ["completed"]
+        assert list(second.frame()["status"]) == ["completed"]
+
+
 async def test_an_async_function_of_a_row_is_a_target() -> None:
     async def shout(row: dict[str, Any]) -> str:
         return str(row["prompt"]).upper()
