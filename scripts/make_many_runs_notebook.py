@@ -68,7 +68,14 @@ def lookup_customer(customer: str) -> str:
         "py",
         '''\
 %%tool --kind edit
-REFUNDS = []
+class RefundLog(list):
+    """The refunds issued: a log the tool writes to, not what decides its answer."""
+
+    def __kode_nb_cache_key__(self):
+        return "a log: its content decides no answer"
+
+
+REFUNDS = RefundLog()
 
 
 def issue_refund(customer: str, amount: int) -> str:
@@ -224,8 +231,11 @@ trace = h.trace(14)
         """\
 ## Resuming
 
-Finished rows are cached on disk (`.kode_nb/runs/`), keyed by the agent's definition and the
-row. Running the same cell again with five more tickets runs only those five:""",
+Finished rows are cached on disk (`.kode_nb/runs/`), keyed by the agent's definition (its
+prompt, its model's script and its tools: their code and the values they read, by content) and
+the row. `REFUNDS` grows with every refund but decides no answer, so its class says so
+(`__kode_nb_cache_key__`); otherwise each refund would void the cache. Running the same cell
+again with five more tickets runs only those five:""",
     ),
     (
         "py",
