@@ -40,6 +40,8 @@ Everything here runs offline: the agent and the judge are `ScriptedModel`s.""",
         "py",
         """\
 %load_ext kode_nb
+import json
+
 import kode_nb
 from kode_nb.evals import (Case, Dataset, EqualsExpected, LLMJudge, NoDeniedCalls, Regex,
                            ToolCalled, Turns, scorer)
@@ -102,8 +104,8 @@ ds.to_frame()""",
 def verdict(request):
     sent = request.messages[-1].content
     ok = "°F" in sent.split("<output>")[-1]
-    return '{"pass": %s, "score": %s, "reason": "%s"}' % (
-        str(ok).lower(), 1.0 if ok else 0.0, "states the unit" if ok else "no unit")
+    reason = "states the unit" if ok else "no unit"
+    return json.dumps({"pass": ok, "score": 1.0 if ok else 0.0, "reason": reason})
 
 
 scorers = [
