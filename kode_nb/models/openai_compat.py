@@ -628,8 +628,9 @@ class OpenAIChatModel(HttpModel):
         if parallel is None or not self.profile.parallel_tool_calls:
             parallel = self.profile.parallel_by_default
         dropped = len(calls) - 1 if not parallel and len(calls) > 1 else 0
-        if dropped:  # as the server's own parser would: one call per answer
-            calls = calls[:1]
+        if dropped:  # as the server's own parser would: one call per answer, to an offered tool
+            offered = {spec.name for spec in request.tools}
+            calls = [next(c for c in calls if c.name in offered)]
         out: list[ModelEvent] = [TextCallsRecovered(text=text)]
         made = sum(
             len(m.tool_calls) for m in request.messages if isinstance(m, AssistantMessage)

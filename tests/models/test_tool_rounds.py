@@ -198,3 +198,16 @@ async def test_a_native_caller_is_left_alone(ran: list[tuple[str, int, int]]) ->
 def test_max_tool_rounds_must_be_a_positive_integer(bad: Any) -> None:
     with pytest.raises(ConfigurationError, match="max_tool_rounds must be a positive integer"):
         OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1", max_tool_rounds=bad)
+
+
+async def test_of_several_calls_written_the_one_kept_is_to_an_offered_tool(
+    ran: list[tuple[str, int, int]],
+) -> None:
+    """A small model copies a schema's title (``add_args``) as a tool's name beside the real
+    call: where one call per answer is kept, it is the one to an offered tool."""
+    both = '{"name": "add_args", "arguments": {"a": 1, "b": 2}}\n' + call("add", 48213, 91877)
+    server = MockServer(text_stream(both), text_stream("It is 140090."))
+    async with server.client() as client:
+        result = await Agent(model=model(client), tools=["add"]).run("What is 48213 + 91877?")
+    assert ran == [("add", 48213, 91877)]
+    assert result.output == "It is 140090."
