@@ -679,8 +679,15 @@ RUNNERS: dict[str, Runner] = {
 
 
 async def race(
-    url: str, model: str, cases: list[str], runners: list[str], tries: int
+    url: str,
+    model: str,
+    cases: list[str],
+    runners: list[str],
+    tries: int,
+    done: Callable[[dict[tuple[str, str], Tally]], object] | None = None,
 ) -> dict[tuple[str, str], Tally]:
+    """Every runner on every case, ``tries`` times; ``done`` sees the results after each case
+    (a report written as it goes survives a race stopped early)."""
     out: dict[tuple[str, str], Tally] = {}
     for runner in runners:
         for name in cases:
@@ -706,9 +713,12 @@ async def race(
                 tally.requests.append(got.requests)
                 print(
                     f"{runner:24} {name:13} try {i + 1}: {'ok' if why is None else 'FAIL'} "
-                    f"{tally.seconds[-1]:.1f}s {why or ''}"[:300],
+                    f"{tally.seconds[-1]:.1f}s {got.input_tokens}+{got.output_tokens} tokens "
+                    f"{got.requests} requests {why or ''}"[:300],
                     flush=True,
                 )
+            if done is not None:
+                done(out)
     return out
 
 
@@ -760,25 +770,28 @@ def main() -> None:
     model = _model_id(args.url)
     load_before = os.getloadavg()
     started = time.monotonic()
-    results = asyncio.run(
-        race(args.url, model, args.cases.split(","), args.runners.split(","), args.tries)
-    )
-    load_after = os.getloadavg()
-    header = [
-        f"Local models race: {model} on {args.url} (llama-server), {args.tries} tries a case",
-        f"Python {platform.python_version()}, {os.cpu_count()} cores; load average before "
-        f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, after "
-        f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; "
-        f"{time.monotonic() - started:.0f} s in all",
-        "ok: tries that made every needed call with the right arguments and stated the "
-        "result; s/try: seconds a try; requests: model requests a try; tok: tokens a try "
-        "(as the server reported them)",
-    ]
-    text = report(results, header)
-    print(text)
-    if args.out != "-":
-        with open(args.out, "a" if args.append else "w", encoding="utf-8") as out:
-            out.write(("\n" if args.append else "") + text)
+    kept = Path(args.out).read_text("utf-8") if args.append and Path(args.out).is_file() else ""
+
+    def write(results: dict[tuple[str, str], Tally], final: bool = False) -> str:
+        load = os.getloadavg()
+        header = [
+            f"Local models race: {model} on {args.url} (llama-server), {args.tries} tries a case"
+            + ("" if final else " (stopped early: the cases run so far)"),
+            f"Python {platform.python_version()}, {os.cpu_count()} cores; load average before "
+            f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, at the end "
+            f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {time.monotonic() - started:.0f} s in all",
+            "ok: tries that made every needed call with the right arguments and stated the "
+            "result; s/try: seconds a try; requests: model requests a try, as the framework "
+            "counts them; tok: tokens a try (as the server reported them)",
+        ]
+        text = report(results, header)
+        if args.out != "-":
+            Path(args.out).write_text(kept + ("\n" if kept else "") + text, encoding="utf-8")
+        return text
+
+    runners, cases = args.runners.split(","), args.cases.split(",")
+    results = asyncio.run(race(args.url, model, cases, runners, args.tries, write))
+    print(write(results, final=True))
 
 
 if __name__ == "__main__":

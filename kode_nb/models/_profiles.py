@@ -76,7 +76,8 @@ class ServerProfile:
     tool_strategy: str = "native"
     """How tools are asked for: ``"native"`` (``tool_choice`` as set), or ``"named-then-none"``
     (a server whose ``auto`` decision step is unreliable: the first call of a turn forces the
-    one tool offered, or ``required``; after a tool result, ``"none"``)."""
+    one tool offered, or ``required``; after a tool result, the tools described again under
+    ``"none"``, nothing forced, so that the next call can be written or the answer given)."""
     response_schema: bool = False
     """The server constrains an answer to the JSON Schema sent as ``response_format:
     {"type": "json_object", "schema": ...}`` (a grammar). The prompted form of ``named-then-none``

@@ -37,6 +37,12 @@ force one, so that its grammar writes fitting arguments (``refit_calls=False`` t
 a notice says what happened). An answer with
 neither text nor calls to a request offering tools gets a notice naming the server's limitation.
 
+Rounds of calls (:meth:`OpenAIChatModel._after_results`): after tool results, a model that wrote
+its calls as text or runs under a profile's tool strategy is offered the tools again (a run can
+make the next call it needs); a call that repeats one answered above, or whose values appear
+nowhere in the question or the results, is not made and the answer is asked for without tools;
+``max_tool_rounds`` bounds the rounds.
+
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
 ``resolve_model("openai-compatible:<url>#<model>", strict=True)`` decides) each tool is offered
