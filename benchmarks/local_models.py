@@ -339,10 +339,15 @@ class Tally:
 Runner = Callable[[Case, Try, str, str], Awaitable[Outcome]]
 
 
+ROUNDS = int(os.environ.get("KODE_NB_RACE_ROUNDS") or 4)
+"""kode_nb's ``max_tool_rounds`` in the race (its default is 1; the chains need more): the
+results in benchmarks/results/local_models.txt were measured with 4."""
+
+
 def kode_model(url: str, model: str) -> Any:
     from kode_nb.models import resolve_model
 
-    return resolve_model(f"openai-compatible:{url}#{model}")
+    return resolve_model(f"openai-compatible:{url}#{model}", max_tool_rounds=ROUNDS)
 
 
 async def run_kode_agent(case: Case, t: Try, url: str, model: str) -> Outcome:
@@ -398,7 +403,7 @@ def _pa_model(url: str, model: str, kode: bool) -> Any:
     if kode:
         from kode_nb.interop import pydantic_ai_model
 
-        return pydantic_ai_model(f"openai-compatible:{url}#{model}")
+        return pydantic_ai_model(f"openai-compatible:{url}#{model}", max_tool_rounds=ROUNDS)
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -466,7 +471,7 @@ def _sdk_model(url: str, model: str, kode: bool) -> Any:
     if kode:
         from kode_nb.interop import openai_agents_model
 
-        return openai_agents_model(f"openai-compatible:{url}#{model}")
+        return openai_agents_model(f"openai-compatible:{url}#{model}", max_tool_rounds=ROUNDS)
     from agents import OpenAIChatCompletionsModel
     from openai import AsyncOpenAI
 
@@ -539,7 +544,7 @@ def _lc_model(url: str, model: str, kode: bool) -> Any:
     if kode:
         from kode_nb.interop import langchain_model
 
-        return langchain_model(f"openai-compatible:{url}#{model}")
+        return langchain_model(f"openai-compatible:{url}#{model}", max_tool_rounds=ROUNDS)
     chat_openai: Any = importlib.import_module("langchain_openai").ChatOpenAI  # not in the venv
     return chat_openai(model=model, base_url=url, api_key="none")
 

@@ -38,10 +38,11 @@ a notice says what happened). An answer with
 neither text nor calls to a request offering tools gets a notice naming the server's limitation.
 
 Rounds of calls (:meth:`OpenAIChatModel._after_results`): after tool results, a model that wrote
-its calls as text or runs under a profile's tool strategy is offered the tools again (a run can
+its calls as text or runs under a profile's tool strategy is asked for the answer with no tools
+once ``max_tool_rounds`` rounds of calls were made — after the first by default, which small
+models complete most reliably. With more rounds allowed it is offered the tools again (a run can
 make the next call it needs); a call that repeats one answered above, or whose values appear
-nowhere in the question or the results, is not made and the answer is asked for without tools;
-``max_tool_rounds`` bounds the rounds.
+nowhere in the question or the results, is not made and the answer is asked for without tools.
 
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
@@ -170,7 +171,7 @@ class OpenAIChatModel(HttpModel):
         api_version: str | None = None,
         text_calls: bool | None = None,
         refit_calls: bool = True,
-        max_tool_rounds: int | None = 4,
+        max_tool_rounds: int | None = 1,
     ) -> None:
         found = detect_profile(base_url) if profile is None else get_profile(profile)
         if api_key_env is _UNSET:

@@ -100,7 +100,7 @@ async def test_pydantic_ai_reads_calls_written_as_text_and_chains_them() -> None
         "The result is 420270.",
     ]
     with llama_server(script) as fake:
-        model = pydantic_ai_model(model_string(fake))
+        model = pydantic_ai_model(model_string(fake), max_tool_rounds=4)
         agent = Agent(model, tools=[add, multiply], instructions="Be exact.")
         with kode_nb.capture(["pydantic-ai"]) as cap:
             result = await agent.run("Add 48213 and 91877, then multiply the sum by 3.")
@@ -141,7 +141,9 @@ async def test_pydantic_ai_settings_and_kode_nb_toolsets_reach_the_server(
 
     call = '{"name": "write_note", "arguments": {"title": "eggs", "text": "buy"}}'
     with fake_openai([call, "Saved."]) as fake:  # no /models listing: the generic profile
-        model = pydantic_ai_model(model_string(fake), settings=ModelSettings(max_retries=0))
+        model = pydantic_ai_model(
+            model_string(fake), max_tool_rounds=4, settings=ModelSettings(max_retries=0)
+        )
         toolset = pydantic_ai_toolset(
             ["write_note"], executor=Executor(registry, approver=AutoApprove())
         )
@@ -163,7 +165,7 @@ async def test_one_http_client_per_model() -> None:
     from kode_nb.interop import pydantic_ai_model
 
     with fake_openai(["one", "two"]) as fake:
-        model = pydantic_ai_model(model_string(fake))
+        model = pydantic_ai_model(model_string(fake), max_tool_rounds=4)
         agent = Agent(model)
         await agent.run("a")
         kode: Any = model.kode
@@ -186,7 +188,7 @@ async def test_the_sdk_model_reads_calls_written_as_text_and_is_captured() -> No
         agent = Agent(
             name="calc",
             instructions="Be exact.",
-            model=openai_agents_model(model_string(fake)),
+            model=openai_agents_model(model_string(fake), max_tool_rounds=4),
             tools=[function_tool(add)],
         )
         with kode_nb.capture(["openai-agents"]) as cap:
@@ -218,7 +220,7 @@ async def test_the_sdk_provider_gives_every_agent_a_kode_nb_model_and_handoffs_a
         "48213 + 91877 = 140090.",
     ]
     with llama_server(script) as fake:
-        provider = KodeModelProvider(fake.base_url, default_model="qwen")
+        provider = KodeModelProvider(fake.base_url, default_model="qwen", max_tool_rounds=4)
         calculator = Agent(name="calculator", tools=[function_tool(add)])
         triage = Agent(name="triage", handoffs=[calculator])
         result = await Runner.run(
@@ -250,7 +252,7 @@ async def test_the_langchain_model_turns_text_calls_into_tool_calls_and_is_captu
 
     adder = lc_tool(add)
     with llama_server([FENCED_ADD, ADD_CALL, "It is 140090."]) as fake:
-        model = langchain_model(model_string(fake)).bind_tools([adder])
+        model = langchain_model(model_string(fake), max_tool_rounds=4).bind_tools([adder])
         messages: list[Any] = [SystemMessage("Be exact."), HumanMessage("What is 48213 + 91877?")]
         with kode_nb.capture(["langchain"]) as cap:
             for _ in range(4):
@@ -281,7 +283,7 @@ def test_the_langchain_model_works_synchronously_and_offers_kode_nb_tools(
 
     tools = langchain_tools(["read_note"], executor=Executor(registry))
     with fake_openai(['{"name": "read_note", "arguments": {"title": "x"}}']) as fake:
-        model = langchain_model(model_string(fake), max_tokens=40).bind_tools(
+        model = langchain_model(model_string(fake), max_tokens=40, max_tool_rounds=4).bind_tools(
             tools, tool_choice="any"
         )
         answer = model.invoke("Read note x")

@@ -14,7 +14,7 @@ import pytest
 from kode_nb import ToolRegistry, define_tool
 from kode_nb.agents import Agent
 from kode_nb.models import OpenAIChatModel
-from kode_nb.models.openai_compat import ANSWER_NUDGE, NEXT_NUDGE
+from kode_nb.models.openai_compat import ANSWER_NUDGE
 
 from ._mock import MockServer, payload, sse
 from .test_server_quirks import text_stream, tool_call_stream
@@ -178,10 +178,8 @@ async def test_an_answer_that_repeats_an_earlier_message_is_asked_for_once_more(
     assert result.status == "completed", result.error
     assert result.output == output
     assert len(server.requests) == asked
-    assert server.body(1)["messages"][-1]["content"] == NEXT_NUDGE  # offered the tools again
-    if asked == 3:  # the echo is no answer: asked for it without tools, and that answer stands
-        assert "tools" not in server.body(2)
-        assert server.body(2)["messages"][-1]["content"] == ANSWER_NUDGE
+    if asked == 3:
+        assert server.body(2) == server.body(1)  # the same request, sent once more
     notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
     echoed = [n for n in notes if "word for word instead of answering" in n]
     assert len(echoed) == (asked - 2)
@@ -388,8 +386,10 @@ async def test_recorded_llama_cpp_python_strategy_completes_the_round_trip(
     assert ran == [(48213, 91877)]
     assert "140090" in str(result.output)
     ask, answer = (json.loads(r.content) for r in server.requests[1:])
-    if len(tools) == 1:  # the one tool forced by name
+    if len(tools) == 1:  # the one tool forced by name, then no tools after its result
         assert ask["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+        assert "tools" not in answer
+        assert "tool_choice" not in answer
     else:  # several: described in the system prompt, "none", the answer constrained to a call
         assert ask["tool_choice"] == "none"
         section = ask["messages"][0]["content"]
@@ -401,12 +401,9 @@ async def test_recorded_llama_cpp_python_strategy_completes_the_round_trip(
             {"const": "add"},
             {"const": "get_weather"},
         ]
-    # after the result the tools are described again under "none", nothing forced or
-    # constrained, so the model may answer or write the next call; it answered
-    assert answer["tool_choice"] == "none"
-    assert answer["messages"][0]["content"].startswith("# Tools")
-    assert "response_format" not in answer
+        assert "tools" not in answer
+        assert "response_format" not in answer
     assert answer["messages"][-2]["content"].startswith("Result of add (call ")
-    assert answer["messages"][-1]["content"] == NEXT_NUDGE
+    assert answer["messages"][-1]["content"] == ANSWER_NUDGE
     notes = [n for s in spans(result, "model_call") for n in s.attributes.get("notices") or ()]
     assert any(n.startswith("tool strategy named-then-none") for n in notes), notes

@@ -23,7 +23,7 @@ from kode_nb.models import (
     collect,
 )
 from kode_nb.models._servers import forget_servers, known_server
-from kode_nb.models.openai_compat import NEXT_NUDGE
+from kode_nb.models.openai_compat import ANSWER_NUDGE
 
 from ._mock import MockServer, payload, sse
 
@@ -237,7 +237,7 @@ async def test_an_unsupported_required_is_never_dropped() -> None:
     assert "sent 'auto' instead" in two.notices[0]
 
 
-async def test_llama_cpp_python_strategy_forces_the_one_tool_then_offers_it_unforced() -> None:
+async def test_llama_cpp_python_strategy_forces_the_one_tool_then_none() -> None:
     from kode_nb.models import AssistantMessage, ToolResultMessage
     from kode_nb.types import TextBlock
 
@@ -256,16 +256,18 @@ async def test_llama_cpp_python_strategy_forces_the_one_tool_then_offers_it_unfo
         "type": "function",
         "function": {"name": "get_weather"},
     }
-    # after the result: described again under "none" (nothing forced), the next call or the answer
-    assert server.body(1)["tool_choice"] == "none"
-    assert server.body(1)["messages"][0]["content"].startswith("# Tools")
-    assert server.body(1)["messages"][-1]["content"] == NEXT_NUDGE
+    # after the results (max_tool_rounds 1, the default) the answer is asked for, no tools
+    assert "tools" not in server.body(1)
+    assert "tool_choice" not in server.body(1)
+    assert server.body(1)["messages"][-1]["content"].startswith("Answer my question")
     assert "tool strategy named-then-none: forced 'get_weather'" in first.notices
-    assert any("after the tool results the tools are described" in n for n in second.notices)
+    assert any("max_tool_rounds=1" in n for n in second.notices)
     assert m.describe()["tool_strategy"] == "named-then-none"
 
 
-async def test_llama_cpp_python_strategy_prompts_for_several_tools_then_offers_them_again() -> None:
+async def test_llama_cpp_python_strategy_prompts_for_several_tools_then_asks_for_the_answer() -> (
+    None
+):
     call = '<tool_call>\n{"name": "add", "arguments": {"a": 48213, "b": 91877}}\n</tool_call>'
     server = MockServer(text_stream(call), text_stream("The sum is 140090."))
     async with server.client() as client:
@@ -291,11 +293,10 @@ async def test_llama_cpp_python_strategy_prompts_for_several_tools_then_offers_t
     assert any("constrained (response_format schema)" in n for n in first.notices)
     assert any("recovered from the answer text" in n for n in first.notices)
     after_body = server.body(1)
-    assert after_body["tool_choice"] == "none"  # described again, nothing forced or constrained
-    assert after_body["messages"][0]["content"].startswith("# Tools")
+    assert "tools" not in after_body  # then asked for the answer, as after any text calls
     assert "response_format" not in after_body
     assert after_body["messages"][-2]["content"].startswith("Result of add (call text_call_1):")
-    assert after_body["messages"][-1] == {"role": "user", "content": NEXT_NUDGE}
+    assert after_body["messages"][-1] == {"role": "user", "content": ANSWER_NUDGE}
     assert second.text == "The sum is 140090."
 
 
@@ -399,7 +400,7 @@ async def test_recorded_progress_events_are_read_as_part_of_the_answer() -> None
     assert response.usage.input_tokens is not None
 
 
-async def test_a_model_that_wrote_calls_as_text_is_offered_the_tools_again() -> None:
+async def test_a_model_that_wrote_calls_as_text_gets_no_tools_after_their_results() -> None:
     server = MockServer(sse("llamaserver_recorded_text_call.txt"), text_stream("140090"))
     async with server.client() as client:
         m = model(client, profile="llama-server", id="qwen2.5-coder-0.5b")
@@ -407,8 +408,9 @@ async def test_a_model_that_wrote_calls_as_text_is_offered_the_tools_again() -> 
         [call] = first.tool_calls
         second = await collect(m.stream(after_result(call)))
     assert "tools" in server.body(0)
-    assert "tools" in server.body(1)  # so that a run can make the next call it needs
-    assert server.body(1)["tool_choice"] == "auto"
+    assert "tools" not in server.body(1)
+    assert "tool_choice" not in server.body(1)
     assert server.body(1)["messages"][-2]["role"] == "tool"
-    assert server.body(1)["messages"][-1] == {"role": "user", "content": NEXT_NUDGE}
+    assert server.body(1)["messages"][-1] == {"role": "user", "content": ANSWER_NUDGE}
     assert second.text == "140090"
+    assert any("answer-after-text-calls" in n for n in second.notices)

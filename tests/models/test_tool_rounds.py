@@ -45,6 +45,9 @@ def call(name: str, a: int, b: int) -> str:
 
 
 def model(client: Any, **options: Any) -> OpenAIChatModel:
+    """A llama-server model offering several rounds of calls (``max_tool_rounds`` 4 unless
+    given: the default, 1, asks for the answer after the first round)."""
+    options.setdefault("max_tool_rounds", 4)
     return OpenAIChatModel("qwen", base_url="http://127.0.0.1:9/v1", http_client=client,
                            api_key_env=None, profile="llama-server", **options)  # fmt: skip
 
