@@ -11,7 +11,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union
@@ -242,6 +242,65 @@ class ToolResult:
     def error(cls, message: str, **kw: Any) -> ToolResult:
         kw.setdefault("status", "error")
         return cls(content=(TextBlock(text=message),), is_error=True, **kw)
+
+
+# The executor builds a result, and a block or two, for every call. A frozen slots dataclass's
+# keyword ``__init__`` sets each field through ``object.__setattr__``; these set the slots
+# through their descriptors, in about a third of the time. Each equals the keyword-built value
+# (tests/unit/test_types_builders.py holds them to every field, in order).
+
+_SET = {
+    cls: tuple(cls.__dict__[f.name].__set__ for f in fields(cls))
+    for cls in (TextBlock, JsonBlock, ToolResult)
+}
+_T_TEXT, _T_TYPE = _SET[TextBlock]
+_J_DATA, _J_TYPE = _SET[JsonBlock]
+(_R_CONTENT, _R_DETAILS, _R_IS_ERROR, _R_STATUS, _R_TOOL, _R_CALL_ID, _R_ERROR_TYPE,
+ _R_STARTED_AT, _R_ENDED_AT, _R_DURATION) = _SET[ToolResult]  # fmt: skip
+_new = object.__new__
+
+
+def _text_block(text: str) -> TextBlock:
+    """``TextBlock(text=text)``."""
+    block = _new(TextBlock)
+    _T_TEXT(block, text)
+    _T_TYPE(block, "text")
+    return block
+
+
+def _json_block(data: Any) -> JsonBlock:
+    """``JsonBlock(data=data)``."""
+    block = _new(JsonBlock)
+    _J_DATA(block, data)
+    _J_TYPE(block, "json")
+    return block
+
+
+def _new_result(
+    content: tuple[ContentBlock, ...],
+    details: Any,
+    is_error: bool,
+    status: ResultStatus,
+    tool: str,
+    call_id: str,
+    error_type: str | None,
+    started_at: float,
+    ended_at: float,
+    duration: float,
+) -> ToolResult:
+    """``ToolResult(...)`` with every field given, in field order."""
+    result = _new(ToolResult)
+    _R_CONTENT(result, content)
+    _R_DETAILS(result, details)
+    _R_IS_ERROR(result, is_error)
+    _R_STATUS(result, status)
+    _R_TOOL(result, tool)
+    _R_CALL_ID(result, call_id)
+    _R_ERROR_TYPE(result, error_type)
+    _R_STARTED_AT(result, started_at)
+    _R_ENDED_AT(result, ended_at)
+    _R_DURATION(result, duration)
+    return result
 
 
 # --------------------------------------------------------------------------- call context

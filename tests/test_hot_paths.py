@@ -1,6 +1,7 @@
 """The executor's fast paths give exactly what the plain ways give.
 
 * the JSON text of results against ``json.dumps``;
+* the positional builders of results and blocks against the dataclasses' keyword ``__init__``;
 * :class:`~kode_nb.execution._plans.Limit` (the concurrency semaphore) under contention and cancellation;
 * :class:`~kode_nb.execution._running.Deadlines` with in-order and out-of-order deadlines;
 * worker threads handing their outcome to the loop;
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -35,7 +37,7 @@ from kode_nb._threads import DaemonThreadPool
 from kode_nb.events import CallStarted
 from kode_nb.execution._plans import Limit
 from kode_nb.execution._running import Deadlines
-from kode_nb.types import _json_text
+from kode_nb.types import JsonBlock, TextBlock, _json_block, _json_text, _new_result, _text_block
 
 pytestmark = pytest.mark.anyio
 
@@ -443,3 +445,30 @@ async def test_the_notebook_comm_opens_on_the_kernels_thread(
     finally:
         for channel in list(notebook_comm._CHANNELS):
             channel.close()
+
+
+# ----------------------------------------------------------------- result and block builders
+
+
+def test_the_result_builder_sets_every_field_in_field_order() -> None:
+    names = [f.name for f in dataclasses.fields(ToolResult)]
+    values = [(_text_block("x"),), {"d": 1}, True, "error", "t", "c9", "E", 1.5, 2.5, 1.0]
+    assert len(values) == len(names)  # a new field must be added to _new_result too
+    built = _new_result(*values)
+    keyword_built = ToolResult(**dict(zip(names, values, strict=True)))
+    assert built == keyword_built
+    assert [getattr(built, n) for n in names] == values
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.status = "ok"  # type: ignore[misc]
+    assert hash(built.content) == hash(keyword_built.content)
+    assert repr(built) == repr(keyword_built)
+
+
+@given(st.text() | st.none())
+def test_the_block_builders_equal_the_dataclasses(text: str | None) -> None:
+    assert _text_block(text) == TextBlock(text=text)  # type: ignore[arg-type]
+    assert _text_block(text).type == "text"
+    assert _json_block(text) == JsonBlock(data=text)
+    assert _json_block([text]).type == "json"
+    assert [f.name for f in dataclasses.fields(TextBlock)] == ["text", "type"]
+    assert [f.name for f in dataclasses.fields(JsonBlock)] == ["data", "type"]

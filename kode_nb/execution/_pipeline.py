@@ -34,7 +34,7 @@ from kode_nb.execution._results import convert_value, exception_outcome
 from kode_nb.execution._running import CallState, decide, preview_text
 from kode_nb.policy._approval import ApprovalRequest
 from kode_nb.tools._model import Tool
-from kode_nb.types import ResultStatus, TextBlock, ToolContext, ToolResult
+from kode_nb.types import ResultStatus, TextBlock, ToolContext, ToolResult, _new_result, _text_block
 
 __all__ = ["CallSteps", "Settings"]
 
@@ -237,7 +237,10 @@ class CallSteps:
         try:
             for limit in limits:
                 st.waiting = limit
-                await limit.take()
+                if limit.free > 0 and not limit.waiters:  # Limit.take's fast path, inline
+                    limit.free -= 1
+                else:
+                    await limit.take()
                 taken += 1
                 if deadline and st.loop.time() >= deadline:  # the slot came too late
                     st.reason, st.interrupt = "timed out", "timeout"
@@ -396,7 +399,7 @@ class CallSteps:
         error_type = error if isinstance(error, str) else type(error).__name__
         return self.finish(
             st,
-            (TextBlock(text=message),),
+            (_text_block(message),),
             status=status,
             is_error=True,
             error_type=error_type,
@@ -427,17 +430,17 @@ class CallSteps:
         else:
             duration = 0.0
             started_at = ended_at = _wall()
-        result = ToolResult(
-            content=content,
-            details=details,
-            is_error=is_error,
-            status=status,
-            tool=st.tool,
-            call_id=st.call_id,
-            error_type=error_type,
-            started_at=started_at,
-            ended_at=ended_at,
-            duration=duration,
+        result = _new_result(
+            content,
+            details,
+            is_error,
+            status,
+            st.tool,
+            st.call_id,
+            error_type,
+            started_at,
+            ended_at,
+            duration,
         )
         if self._settings.bus.active:
             self._settings.bus.emit(_terminal_event(st, result, issues, timeout))

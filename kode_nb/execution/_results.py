@@ -20,7 +20,15 @@ from kode_nb.errors import (
     ToolTimeoutError,
     ToolValidationError,
 )
-from kode_nb.types import ContentBlock, ImageBlock, JsonBlock, ResultStatus, TextBlock
+from kode_nb.types import (
+    ContentBlock,
+    ImageBlock,
+    JsonBlock,
+    ResultStatus,
+    TextBlock,
+    _json_block,
+    _text_block,
+)
 
 __all__ = ["NO_OUTPUT", "ResultTypeError", "convert_value", "exception_outcome"]
 
@@ -61,11 +69,11 @@ def convert_value(value: Any) -> tuple[tuple[ContentBlock, ...], Any]:
     """
     kind = type(value)
     if kind is str:
-        return (TextBlock(text=value),), None
+        return (_text_block(value),), None
     if value is None:
-        return (TextBlock(text=NO_OUTPUT),), None
+        return (_text_block(NO_OUTPUT),), None
     if kind is dict or kind is int or kind is float or kind is bool:
-        return (JsonBlock(data=value),), None
+        return (_json_block(value),), None
     if isinstance(value, _BLOCK_TYPES):
         return (value,), None
     if isinstance(value, enum.Enum):
