@@ -220,8 +220,14 @@ def absorb(st: CallState) -> bool:
 
 
 def release_limits(limits: tuple[Limit, ...], taken: int) -> None:
-    for limit in reversed(limits[:taken]):
-        limit.release()
+    """Give back the first ``taken`` slots of ``limits``, last taken first."""
+    while taken:
+        taken -= 1
+        limit = limits[taken]
+        if limit.waiters:
+            limit.release()
+        else:  # Limit.release's fast path, inline
+            limit.free += 1
 
 
 def thread_running(st: CallState) -> bool:

@@ -28,7 +28,7 @@ from kode_nb.events._events import (
     EventBus,
     InvalidArguments,
 )
-from kode_nb.execution._control import PLAIN, Workers, on_loop, thread_note
+from kode_nb.execution._control import PLAIN, Workers, on_loop, release_limits, thread_note
 from kode_nb.execution._plans import ApproverLike, Limit, Plan, PolicyLike, RegistryLike
 from kode_nb.execution._results import convert_value, exception_outcome
 from kode_nb.execution._running import CallState, decide, preview_text
@@ -123,7 +123,7 @@ class CallSteps:
         try:
             if (
                 plan.rule_free
-                and type(policy) is _policy_class()
+                and type(policy) is (_Policy or _policy_class())
                 and "approval_for" not in policy.__dict__
             ):  # Policy.approval_for reads the arguments only for a predicate rule: no dump
                 decision, why = policy.approval_for(tool, None)  # type: ignore[arg-type]
@@ -236,11 +236,12 @@ class CallSteps:
             plan.deadlines.add(deadline, st)
         try:
             for limit in limits:
-                st.waiting = limit
                 if limit.free > 0 and not limit.waiters:  # Limit.take's fast path, inline
                     limit.free -= 1
-                else:
-                    await limit.take()
+                    taken += 1
+                    continue
+                st.waiting = limit
+                await limit.take()
                 taken += 1
                 if deadline and st.loop.time() >= deadline:  # the slot came too late
                     st.reason, st.interrupt = "timed out", "timeout"
@@ -301,8 +302,10 @@ class CallSteps:
                 return self.fail(st, status, message, exc)
             return self.finish(st, content, details)
         finally:
-            if taken or st.thread_future is not None:
+            if st.thread_future is not None:
                 workers.release(st, taken)
+            elif taken:
+                release_limits(limits, taken)
 
     # ----------------------------------------------------------------- endings
 
