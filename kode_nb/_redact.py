@@ -49,6 +49,7 @@ from typing import Any
 
 __all__ = [
     "REDACTED",
+    "Redacted",
     "RedactingStream",
     "environment_secrets",
     "is_secret_key",
@@ -57,6 +58,7 @@ __all__ = [
     "redact_kernel_output",
     "redact_text",
     "redact_stream",
+    "redacted",
     "register_secret",
     "unregister_secret",
 ]
@@ -96,7 +98,16 @@ _QUOTED_PAIR = re.compile(
 @functools.lru_cache(maxsize=2048)
 def is_secret_key(key: str) -> bool:
     """Whether a mapping key names a credential (its whole value is redacted)."""
-    return bool(_SECRET_KEY.match(key.strip()))
+    known = _SECRET_KEYS.get(key)
+    if known is None:
+        if len(_SECRET_KEYS) > 4096:
+            _SECRET_KEYS.clear()
+        known = _SECRET_KEYS[key] = bool(_SECRET_KEY.match(key.strip()))
+    return known
+
+
+_SECRET_KEYS: dict[str, bool] = {}
+"""Memo of :func:`is_secret_key` (a trace's mappings repeat the same few keys)."""
 
 
 _SECRET_NAMES: dict[str, bool] = {}
@@ -288,6 +299,29 @@ def redact(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
     return _walk(value, known_secrets(environ), 0)
 
 
+class Redacted:
+    """A value already redacted (made by :func:`redacted`), with the secrets it was redacted
+    against. :func:`redact` takes its value as it is while the known secrets are still those
+    (the very list :func:`known_secrets` returns while they stay the same), and redacts it again
+    otherwise. For data recorded again and again, such as a run's earlier messages and its tool
+    schemas at every model call."""
+
+    __slots__ = ("secrets", "value")
+
+    def __init__(self, value: Any, secrets: list[str]) -> None:
+        self.value = value
+        self.secrets = secrets
+
+    def __repr__(self) -> str:
+        return f"Redacted({self.value!r})"
+
+
+def redacted(value: Any) -> Redacted:
+    """``redact(value)``, kept as a :class:`Redacted` for recording again (not to be changed)."""
+    secrets = known_secrets()
+    return Redacted(_walk(value, secrets, 0), secrets)
+
+
 _PLAIN = frozenset({type(None), bool, int, float})
 
 
@@ -295,6 +329,8 @@ def _walk(value: Any, secrets: list[str], depth: int) -> Any:
     kind = type(value)
     if kind is str:
         return _redact_str(value, secrets)
+    if kind is Redacted:
+        return value.value if value.secrets is secrets else _walk(value.value, secrets, depth)
     if kind in _PLAIN or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, str):
@@ -302,23 +338,45 @@ def _walk(value: Any, secrets: list[str], depth: int) -> Any:
     if depth > 50:
         return "[too deep]"
     if kind is dict or isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        hidden = "value" in value and _names_a_secret(value)
-        for key, item in value.items():
-            text = key if type(key) is str else str(key)
-            name = _redact_str(text, secrets)
-            secret = is_secret_key(text) or (hidden and key == "value")
-            if secret and item not in (None, "") and not isinstance(item, bool):
-                out[name] = REDACTED
-            else:
-                out[name] = _walk(item, secrets, depth + 1)
-        return out
+        return _walk_mapping(value, secrets, depth)
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        return [_walk(item, secrets, depth + 1) for item in items]
+        depth += 1
+        return [
+            _redact_str(item, secrets)
+            if type(item) is str
+            else item
+            if type(item) in _PLAIN
+            else _walk(item, secrets, depth)
+            for item in items
+        ]
     if isinstance(value, bytes):
         return _redact_str(value.decode("utf-8", "replace"), secrets)
     return _redact_str(str(value), secrets)
+
+
+def _walk_mapping(value: Mapping[Any, Any], secrets: list[str], depth: int) -> dict[str, Any]:
+    """A mapping's redacted copy (``_walk``'s for mappings; the leaves of the usual types are
+    handled here, without a call each)."""
+    out: dict[str, Any] = {}
+    hidden = "value" in value and _names_a_secret(value)
+    depth += 1
+    for key, item in value.items():
+        text = key if type(key) is str else str(key)
+        name = text if len(text) < _SHORTEST else _redact_str(text, secrets)
+        if (is_secret_key(text) or (hidden and key == "value")) and (
+            item not in (None, "") and not isinstance(item, bool)
+        ):
+            out[name] = REDACTED
+            continue
+        kind = type(item)
+        if kind is str:
+            out[name] = item if len(item) < _SHORTEST else _redact_str(item, secrets)
+        elif kind in _PLAIN:
+            out[name] = item
+        else:
+            out[name] = _walk(item, secrets, depth)
+    return out
 
 
 _NAMING_KEYS = ("key", "name", "header", "variable", "var")

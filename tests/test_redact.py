@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kode_nb._redact import REDACTED, environment_secrets, is_secret_key, redact, redact_text
 
@@ -141,3 +146,78 @@ def test_a_cached_string_is_redacted_again_once_it_holds_a_new_secret() -> None:
     assert redact_text(text, environ={}) == text  # cached as clean for these secrets
     register_secret("zq8-late-secret-77")
     assert redact_text(text, environ={}) == "note: [REDACTED]"
+
+
+# ----------------------------------------------------------------- the walk, against a plain one
+
+
+def _plain_walk(value: Any, secrets: list[str], depth: int = 0) -> Any:
+    """The walk written plainly: one call per value, every key checked in full."""
+    from kode_nb._redact import _names_a_secret, _redact_str
+
+    if isinstance(value, str):
+        return _redact_str(value, secrets)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if depth > 50:
+        return "[too deep]"
+    if isinstance(value, Mapping):
+        hidden = "value" in value and _names_a_secret(value)
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            text = key if isinstance(key, str) else str(key)
+            secret = is_secret_key(text) or (hidden and key == "value")
+            if secret and item not in (None, "") and not isinstance(item, bool):
+                out[_redact_str(text, secrets)] = REDACTED
+            else:
+                out[_redact_str(text, secrets)] = _plain_walk(item, secrets, depth + 1)
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [_plain_walk(item, secrets, depth + 1) for item in items]
+    if isinstance(value, bytes):
+        return _redact_str(value.decode("utf-8", "replace"), secrets)
+    return _redact_str(str(value), secrets)
+
+
+_SECRET_WORD = "s3cr3t-value-42"
+_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.sampled_from(["", "short", _SECRET_WORD, f"key {_SECRET_WORD}!", "sk-" + "a" * 24])
+    | st.sampled_from(["OPENAI_API_KEY", "password", "Authorization"])
+    | st.text(max_size=12)
+)
+_keys = st.sampled_from(["api_key", "token", "name", "value", "key", "content", "x", "password"])
+_values = st.recursive(
+    _leaves,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_keys | st.text(max_size=8), inner, max_size=4)
+        | st.fixed_dictionaries(
+            {"name": st.sampled_from(["OPENAI_API_KEY", "city", "DB_PASSWORD"]), "value": inner}
+        )
+    ),
+    max_leaves=30,
+)
+
+
+@given(_values)
+def test_the_walk_gives_what_the_plain_walk_gives(value: Any) -> None:
+    from kode_nb._redact import _walk
+
+    secrets = [_SECRET_WORD]
+    assert _walk(value, secrets, 0) == _plain_walk(value, secrets)
+
+
+def test_the_walk_stops_at_the_same_depth_as_the_plain_walk() -> None:
+    from kode_nb._redact import _walk
+
+    deep: Any = "leaf"
+    for i in range(60):
+        deep = {"k": [deep]} if i % 2 else [{"v": deep}]
+    assert _walk(deep, [], 0) == _plain_walk(deep, [])
+    assert "[too deep]" in repr(_walk(deep, [], 0))

@@ -401,10 +401,7 @@ class Agent:
             max_turns=self.max_turns,
             time_limit=self.time_limit,
             settings={**self.settings.describe(), **_model_settings(self.model)},
-            tool_specs=[
-                {"name": t.name, "description": t.description, "parameters": t.parameters}
-                for t in st.specs
-            ],
+            tool_specs=st.parts.tools(st.specs),
             output_model=self.output_model.__name__ if self.output_model else None,
             output_retries=self.output_retries,
             max_result_chars=self.max_result_chars,

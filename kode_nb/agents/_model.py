@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
+from kode_nb._redact import Redacted
 from kode_nb.agents._events import ModelResponded, TextDelta
 from kode_nb.agents._run import RunState
 from kode_nb.errors import KodeUsageError
@@ -26,7 +27,6 @@ from kode_nb.models.base import (
     ModelSettings,
     RequestSent,
     collect,
-    message_dict,
 )
 from kode_nb.models.errors import ModelError
 from kode_nb.stepping._step_loop import pause_model_request
@@ -59,7 +59,7 @@ async def model_turn(
         f"chat {st.model.name}",
         model=st.model.name,
         turn=n,
-        messages=[message_dict(m) for m in new],
+        messages=st.parts.messages(new),
         message_count=len(st.messages),
         tools=[s.name for s in st.specs],
     )
@@ -82,7 +82,7 @@ async def _call(
         if st.on_text is not None:
             st.on_text(text)
 
-    span.set(**_neutral(st.model.name, request))  # an adapter's wire body replaces it
+    span.set(**_neutral(st, request))  # an adapter's wire body replaces it
     if st.stepper is not None:
         stepped = await pause_model_request(
             st, span, request, span.attributes["request"]["body"], n
@@ -92,8 +92,8 @@ async def _call(
         if stepped is not request:  # a message was edited: record what goes
             request = stepped
             span.set(
-                messages=[message_dict(m) for m in st.messages[len(st.messages) - len(new) :]],
-                **_neutral(st.model.name, request),
+                messages=st.parts.messages(st.messages[len(st.messages) - len(new) :]),
+                **_neutral(st, request),
             )
 
     def on_sent(sent: RequestSent) -> None:
@@ -168,19 +168,22 @@ async def _call(
     return response
 
 
-def _neutral(name: str, request: ModelRequest) -> dict[str, Any]:
-    """The provider-neutral request (what an offline model receives) as span attributes."""
+def _neutral(st: RunState, request: ModelRequest) -> dict[str, Any]:
+    """The provider-neutral request (what an offline model receives) as span attributes; the
+    messages and tool schemas are the run's redacted forms (:mod:`._request_parts`)."""
     body = {
         "system": request.system,
-        "messages": [message_dict(m) for m in request.messages],
-        "tools": [
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
-            for t in request.tools
-        ],
+        "messages": st.parts.messages(request.messages),
+        "tools": st.parts.tools(request.tools),
         "settings": request.settings.describe(),
     }
-    wire = {"provider": "neutral", "path": None, "model": name, "body": body}
-    return {"request": wire, "request_tokens_estimate": estimate_tokens(body)}
+    wire = {"provider": "neutral", "path": None, "model": st.model.name, "body": body}
+    return {"request": wire, "request_tokens_estimate": estimate_tokens(body, default=_form)}
+
+
+def _form(value: Any) -> Any:
+    """A recorded part's value, for the token estimate's JSON text."""
+    return value.value if isinstance(value, Redacted) else str(value)
 
 
 def _price(model: Model, response: ModelResponse) -> Price | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kode_nb.agents._events import EventSink
+from kode_nb.agents._request_parts import RequestParts
 from kode_nb.agents._result import RunStatus, RunUsage
 from kode_nb.execution._executor import Executor
 from kode_nb.models._content import content_text
@@ -87,6 +88,8 @@ class RunState:
     """How many messages earlier model calls already recorded in the trace."""
     requests: RequestChain = field(default_factory=RequestChain)
     """Stores each model call's request as what it added to the previous call's."""
+    parts: RequestParts = field(default_factory=RequestParts)
+    """The messages and tool schemas every model call resends, redacted once."""
     t0: float = field(default_factory=time.perf_counter)
 
     @property

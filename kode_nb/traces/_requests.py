@@ -50,6 +50,8 @@ def _identical(a: Any, b: Any) -> bool:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if a is b:  # a run records its earlier messages and tool schemas as the same objects
+        return True
     try:
         return a == b and _identical(a, b)  # the C-level comparison first: most differ there
     except RecursionError:  # nested too deep to compare: stored as it is

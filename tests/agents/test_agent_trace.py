@@ -203,3 +203,26 @@ def test_spans_open_and_close_once() -> None:
     otel = Trace(root=span).to_otel()
     assert otel[0]["status"] == {"code": "UNSET"}
     assert otel[0]["end_time_unix_nano"] is None
+
+
+async def test_a_secret_known_only_after_a_model_call_is_redacted_from_the_later_calls(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run records its earlier messages and tool schemas in their redacted form from the
+    first model call; a secret that became known since is redacted from the later records."""
+    late = "late-secret-0451-value"
+
+    def reveal(text: str) -> str:
+        """Set a credential in the environment."""
+        monkeypatch.setenv("LATE_API_TOKEN", late)
+        return "set"
+
+    define_tool(reveal, description=f"Reveal. The example value is {late}.")
+    model = ScriptedModel([call("reveal", text="x"), "done"])
+    result = await Agent(model=model, tools=["reveal"]).run(f"remember {late}")
+    first, second = result.trace.root.find("model_call")
+    assert late in json.dumps(result.trace.request(first))  # not a secret yet at the first call
+    later = json.dumps(result.trace.request(second))
+    assert late not in later
+    assert f"remember {REDACTED}" in later
+    assert f"The example value is {REDACTED}." in later
