@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,15 +142,19 @@ def cost_of(price: Price | None, usage: Mapping[str, Any] | None) -> float | Non
     return (tin * price.input + tout * price.output) / 1_000_000
 
 
-def estimate_tokens(value: Any, *, default: Callable[[Any], Any] = str) -> int:
-    """About how many tokens ``value`` is: its compact JSON text's length / 4, rounded up
-    (``default`` gives what other objects are written as, as ``json.dumps`` takes it)."""
-    text = (
-        value
-        if isinstance(value, str)
-        else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)
-    )
-    return math.ceil(len(text) / 4)
+def estimate_tokens(value: Any) -> int:
+    """About how many tokens ``value`` is: its compact JSON text's length / 4, rounded up."""
+    return math.ceil((len(value) if isinstance(value, str) else json_chars(value)) / 4)
+
+
+def json_chars(value: Any) -> int:
+    """The length of ``value``'s compact JSON text (other objects written as their ``str``)."""
+    return len(_compact_json(value))
+
+
+_compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``, without
+building an encoder per call."""
 
 
 def _add(a: int | None, b: int | None) -> int | None:

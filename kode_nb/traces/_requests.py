@@ -40,6 +40,8 @@ class RequestChainError(ValueError):
 
 def _identical(a: Any, b: Any) -> bool:
     """Equal as JSON text: same types (``1`` is not ``1.0`` nor ``True``) and same key order."""
+    if a is b:
+        return True
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
