@@ -76,3 +76,13 @@ async def test_the_table_is_bounded_by_bytes_and_keeps_the_newest(
     monkeypatch.setattr(_known, "MAX_BYTES", 10)  # one trace over the bound is still kept
     remember_trace(runs[1].trace)
     assert known_trace(runs[1].trace.trace_id) is runs[1].trace
+
+
+async def test_a_trace_marshal_refuses_is_still_sized_span_by_span() -> None:
+    result = await Agent(model=ScriptedModel(["y" * 5_000])).run("go")
+    whole = _known.approximate_size(result.trace)
+    assert whole > 5_000
+    result.trace.root.attributes["odd"] = object()  # not JSON-shaped: marshal refuses it
+    apart = _known.approximate_size(result.trace)
+    assert apart >= whole  # the answer is still counted (once per span that holds it)
+    assert apart < 3 * whole
