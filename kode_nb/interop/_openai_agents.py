@@ -640,11 +640,6 @@ class ScriptedAgentsModel(Model):
         prompt: Any = None,
     ) -> ModelResponse:
         from agents.tracing import generation_span
-        from openai.types.responses import (
-            ResponseFunctionToolCall,
-            ResponseOutputMessage,
-            ResponseOutputText,
-        )
 
         self.requests.append(input)
         if self.answer is None and not self.script:
@@ -656,34 +651,21 @@ class ScriptedAgentsModel(Model):
         sent = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
         if system_instructions:
             sent = [{"role": "system", "content": system_instructions}, *sent]
-        items: list[Any] = []
+        n = len(self.requests)
         if isinstance(answer, str):
-            items.append(
-                ResponseOutputMessage(
-                    id=f"msg_{len(self.requests)}",
-                    type="message",
-                    role="assistant",
-                    status="completed",
-                    content=[ResponseOutputText(type="output_text", text=answer, annotations=[])],
-                )
-            )
+            items = response_items(answer, [], message_id=f"msg_{n}")
         else:
             calls = [answer] if isinstance(answer, tuple) else list(answer)
-            for i, (tool, args) in enumerate(calls):
-                items.append(
-                    ResponseFunctionToolCall(
-                        type="function_call",
-                        call_id=f"call_{len(self.requests)}_{i}",
-                        name=tool,
-                        arguments=json.dumps(args),
-                    )
-                )
+            made = [
+                (f"call_{n}_{i}", tool, json.dumps(args)) for i, (tool, args) in enumerate(calls)
+            ]
+            items = response_items(None, made, message_id=f"msg_{n}")
         tin = sum(len(json.dumps(m, default=str)) for m in _dump(sent)) // 4
         tout = sum(len(json.dumps(_dump(i), default=str)) for i in items) // 4
         with generation_span(
             model=self.name, input=_dump(sent), disabled=tracing.is_disabled()
         ) as span:
-            span.span_data.output = [_chat_item(i) for i in items]
+            span.span_data.output = [chat_item(i) for i in items]
             span.span_data.usage = {"input_tokens": tin, "output_tokens": tout}
         usage = Usage(requests=1, input_tokens=tin, output_tokens=tout, total_tokens=tin + tout)
         return ModelResponse(output=items, usage=usage, response_id=None)
@@ -692,7 +674,39 @@ class ScriptedAgentsModel(Model):
         raise NotImplementedError("ScriptedAgentsModel does not stream: use Runner.run")
 
 
-def _chat_item(item: Any) -> dict[str, Any]:
+def response_items(
+    text: str | None, calls: Sequence[tuple[str, str, str]], *, message_id: str
+) -> list[Any]:
+    """One model answer as the SDK's Responses output items: a message holding ``text`` (unless
+    it is ``None``), then a function call per ``(call_id, name, arguments JSON)``."""
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    items: list[Any] = []
+    if text is not None:
+        written = ResponseOutputText(type="output_text", text=text, annotations=[])
+        items.append(
+            ResponseOutputMessage(
+                id=message_id,
+                type="message",
+                role="assistant",
+                status="completed",
+                content=[written],
+            )
+        )
+    for call_id, name, arguments in calls:
+        items.append(
+            ResponseFunctionToolCall(
+                type="function_call", call_id=call_id, name=name, arguments=arguments
+            )
+        )
+    return items
+
+
+def chat_item(item: Any) -> dict[str, Any]:
     """A Responses output item as a chat-completions message (the generation span's form)."""
     data = _dump(item)
     if data.get("type") == "function_call":

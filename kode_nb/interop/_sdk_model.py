@@ -30,6 +30,7 @@ from agents import Model, ModelProvider, ModelResponse, Usage
 from agents.models.chatcmpl_converter import Converter
 
 from kode_nb.interop._model_core import kode_details, kode_model, one_turn, settings_with, text_of
+from kode_nb.interop._openai_agents import chat_item, response_items
 from kode_nb.models import base as kode
 from kode_nb.types import TextBlock
 
@@ -69,11 +70,6 @@ class KodeAgentsModel(Model):
         prompt: Any = None,
     ) -> ModelResponse:
         from agents.tracing import generation_span
-        from openai.types.responses import (
-            ResponseFunctionToolCall,
-            ResponseOutputMessage,
-            ResponseOutputText,
-        )
 
         request = self._request(system_instructions, input, model_settings, tools, handoffs)
         with generation_span(
@@ -83,47 +79,11 @@ class KodeAgentsModel(Model):
         ) as span:
             response = await one_turn(self.kode, request)
             details = kode_details(self.kode, response)
-            items: list[Any] = []
-            output: list[dict[str, Any]] = []
-            if response.text:
-                items.append(
-                    ResponseOutputMessage(
-                        id="msg_kode_nb",
-                        type="message",
-                        role="assistant",
-                        status="completed",
-                        content=[
-                            ResponseOutputText(
-                                type="output_text", text=response.text, annotations=[]
-                            )
-                        ],
-                    )
-                )
-                output.append({"role": "assistant", "content": response.text})
-            for call in response.tool_calls:
-                items.append(
-                    ResponseFunctionToolCall(
-                        type="function_call",
-                        call_id=call.id,
-                        name=call.name,
-                        arguments=call.arguments,
-                    )
-                )
-                output.append(
-                    {
-                        "role": "assistant",
-                        "tool_calls": [
-                            {
-                                "id": call.id,
-                                "type": "function",
-                                "function": {"name": call.name, "arguments": call.arguments},
-                            }
-                        ],
-                    }
-                )
+            calls = [(c.id, c.name, c.arguments) for c in response.tool_calls]
+            items = response_items(response.text or None, calls, message_id="msg_kode_nb")
             tin, tout = response.usage.input_tokens, response.usage.output_tokens
             if tracing.include_data():
-                span.span_data.output = output
+                span.span_data.output = [chat_item(i) for i in items]
                 span.span_data.model_config = {"kode_nb": details}
             span.span_data.usage = {"input_tokens": tin, "output_tokens": tout}
         usage = Usage(
