@@ -4,15 +4,16 @@ Each optimisation is compared with its plain form, switched in by monkeypatching
 (here only; the package is not changed). An optimisation the package no longer has (it did not
 pay) is patched back in as A, from the copy kept here, so its row can still be re-measured:
 
-* ``builders``: ``ToolResult``/``TextBlock``/``JsonBlock`` built through a writable twin class
-  and a ``__class__`` swap (``kode_nb/execution/_builders.py`` had them); plain = the dataclass
-  constructors the package calls. It did not pay on a whole agent run and was removed: A patches
-  the copy kept here back in (``CallSteps.finish`` recompiled with the twin ``ToolResult``, the
-  blocks' names in ``_pipeline`` and ``_results`` bound to the twin builders).
+* ``builders``: ``ToolResult``/``TextBlock``/``JsonBlock`` built positionally through their
+  slots' descriptors (``_new_result``, ``_text_block``, ``_json_block`` in ``kode_nb/types.py``,
+  called by ``CallSteps.finish`` and ``convert_value``); plain = the dataclasses' keyword
+  constructors. (An earlier form, a writable twin class and a ``__class__`` swap, was removed
+  when its row did not pay on an agent run; the batch row below is what keeps this one.)
 * ``limit``: the executor takes a free concurrency slot inline (``limit.free -= 1``, no
-  ``await``) and gives it back inline (``free += 1``), in ``CallSteps.run`` of
-  ``kode_nb/execution/_pipeline.py``; plain = always ``await limit.take()`` (the method has the
-  same free-slot test, behind a coroutine) and ``workers.release(st, taken)``.
+  ``await``) in ``CallSteps.run`` of ``kode_nb/execution/_pipeline.py``, and gives slots back
+  inline (``free += 1``) in ``release_limits`` of ``_control.py``; plain = always ``await
+  limit.take()`` (the method has the same free-slot test, behind a coroutine) and
+  ``Limit.release()`` for each slot.
 * ``validate-shortcut``: ``SimpleParamsValidator.validate`` (``kode_nb/tools/_validation.py``)
   called the pydantic-core validator's ``validate_json`` itself for ``str`` arguments, and on a
   failure validated a second time through ``_instance`` to explain it; plain = ``_instance``
@@ -31,7 +32,9 @@ pay) is patched back in as A, from the copy kept here, so its row can still be r
 
 Workloads: one validated call ``await executor.call(name, '{"a": 1, "b": 2}')`` (target 1) of an
 async and of a sync (worker thread) ``add``; whole agent runs on a ``ScriptedModel`` with 1 and
-with 5 tool calls per run (the 5 in one turn), async and sync tools, tracing on (target 7).
+with 5 tool calls per run (the 5 in one turn), async and sync tools, tracing on (target 7); and a
+batch, ``executor.call_many`` of 100 calls of the async ``add`` (what ``run_many`` rows and an
+agent's parallel calls go through).
 
 Method: the machine is shared, so A (optimised) and B (plain) alternate: each round times one
 batch of each (~``--batch-ms`` long, order flipped every round, GC collected before), and the
@@ -41,9 +44,10 @@ waiting for a core behind other jobs is not counted (``--wall``: wall time).
 ``.venv/bin/python benchmarks/micro_opts.py`` (~3 min); the report goes to
 ``results/micro_opts.txt`` (``--out -``: nowhere).
 
-Verdict: an optimisation pays only when it saves at least 1 % of a whole agent run (1 async
-tool call, tracing on), its 25th percentile above zero too; the per-call gain is shown but does
-not decide (readability over microseconds).
+Verdict (STYLE: plain code unless a whole-run benchmark pays): an optimisation pays only when it
+saves at least 1 % of a whole agent run (1 async tool call, tracing on) or of the batch, its
+25th percentile above zero too; the per-call gain is shown but does not decide (readability over
+microseconds).
 """
 
 from __future__ import annotations
@@ -54,7 +58,6 @@ import gc
 import inspect
 import os
 import platform
-import re
 import statistics
 import sys
 import textwrap
@@ -72,7 +75,7 @@ from pydantic import ValidationError
 
 import kode_nb
 from kode_nb import Agent, Executor, ToolRegistry, define_tool
-from kode_nb.execution import _pipeline, _results
+from kode_nb.execution import _control, _pipeline, _results
 from kode_nb.models import ScriptedModel, call
 from kode_nb.tools import _registry, _schema
 from kode_nb.tools._stats import STATS_WINDOW
@@ -85,82 +88,35 @@ Op = Callable[[], Awaitable[Any]]
 # --------------------------------------------------------------------------- plain variants
 
 
-class _ResultTwin:
-    __slots__ = ToolResult.__slots__
-
-
-class _TextTwin:
-    __slots__ = TextBlock.__slots__
-
-
-class _JsonTwin:
-    __slots__ = JsonBlock.__slots__
-
-
-def _twin_result(
-    *, content: Any, details: Any, is_error: bool, status: Any, tool: str, call_id: str,
+def _plain_result(
+    content: Any, details: Any, is_error: bool, status: Any, tool: str, call_id: str,
     error_type: str | None, started_at: float, ended_at: float, duration: float,
 ) -> ToolResult:  # fmt: skip
-    """``ToolResult(...)`` with every field given, through a writable twin and a ``__class__``
-    swap (as ``kode_nb/execution/_builders.py`` had it)."""
-    r: Any = object.__new__(_ResultTwin)
-    r.content = content
-    r.details = details
-    r.is_error = is_error
-    r.status = status
-    r.tool = tool
-    r.call_id = call_id
-    r.error_type = error_type
-    r.started_at = started_at
-    r.ended_at = ended_at
-    r.duration = duration
-    r.__class__ = ToolResult
-    result: ToolResult = r
-    return result
+    """``_new_result`` as the dataclass's keyword constructor."""
+    return ToolResult(
+        content=content, details=details, is_error=is_error, status=status, tool=tool,
+        call_id=call_id, error_type=error_type, started_at=started_at, ended_at=ended_at,
+        duration=duration,
+    )  # fmt: skip
 
 
-# The twin builders are written out field by field, as the package had them: a generic
-# setattr loop would time something else.
+def _plain_text(text: str) -> TextBlock:
+    return TextBlock(text=text)
 
 
-def _twin_text(*, text: str) -> TextBlock:
-    b: Any = object.__new__(_TextTwin)
-    b.text = text
-    b.type = "text"
-    b.__class__ = TextBlock
-    block: TextBlock = b
-    return block
+def _plain_json(data: Any) -> JsonBlock:
+    return JsonBlock(data=data)
 
 
-def _twin_json(*, data: Any) -> JsonBlock:
-    b: Any = object.__new__(_JsonTwin)
-    b.data = data
-    b.type = "json"
-    b.__class__ = JsonBlock
-    block: JsonBlock = b
-    return block
-
-
-def _twin_finish() -> Any:
-    """``CallSteps.finish`` building its result with :func:`_twin_result`."""
-    source = textwrap.dedent(inspect.getsource(_pipeline.CallSteps.finish))
-    if source.count("result = ToolResult(") != 1:
-        raise SystemExit("CallSteps.finish changed: update this benchmark")
-    source = source.replace("result = ToolResult(", "result = _twin_result(")
-    namespace: dict[str, Any] = {}
-    exec(
-        compile(source, _pipeline.__file__, "exec"),
-        {**_pipeline.__dict__, "_twin_result": _twin_result},
-        namespace,
-    )
-    return namespace["finish"]
-
-
-def _builders_twin() -> list[tuple[Any, dict[str, Any]]]:
+def _builders_plain() -> list[tuple[Any, dict[str, Any]]]:
+    for module, names in ((_pipeline, ("_new_result", "_text_block")),
+                          (_results, ("_text_block", "_json_block"))):  # fmt: skip
+        missing = [n for n in names if not hasattr(module, n)]
+        if missing:
+            raise SystemExit(f"{module.__name__} no longer uses {missing}: update this benchmark")
     return [
-        (_pipeline.CallSteps, {"finish": _twin_finish()}),
-        (_pipeline, {"TextBlock": _twin_text}),
-        (_results, {"TextBlock": _twin_text, "JsonBlock": _twin_json}),
+        (_pipeline, {"_new_result": _plain_result, "_text_block": _plain_text}),
+        (_results, {"_text_block": _plain_text, "_json_block": _plain_json}),
     ]
 
 
@@ -176,61 +132,43 @@ def _patched(obj: Any, **values: Any) -> Iterator[None]:
             setattr(obj, k, v)
 
 
-_INLINED = (
-    "if limit.free > 0 and not limit.waiters:",  # take a free slot
-    "if taken == 1 and st.thread_future is None and not limits[0].waiters:",  # give it back
-)
-_PLAIN_TAKE = re.compile(r"^( +)st\.waiting = limit\n +await limit\.take\(\)\n", re.M)
-_PLAIN_RELEASE = re.compile(r"^( +)if taken or st\.thread_future is not None:\n", re.M)
+_INLINED_TAKE = "if limit.free > 0 and not limit.waiters:"
+"""``CallSteps.run``'s inline take of a free slot (``if False:`` makes it the plain form)."""
 
 
 def _run_source() -> str:
     return textwrap.dedent(inspect.getsource(_pipeline.CallSteps.run))
 
 
-def _limit_inlined_in_code() -> bool:
-    return all(inlined in _run_source() for inlined in _INLINED)
-
-
-def _compiled_run(source: str) -> Any:
+def _always_await_run() -> Any:
+    """``CallSteps.run`` with the inlined free-slot test replaced by ``if False:``: CPython drops
+    the dead branch at compile time, so this is exactly the plain form (always ``await
+    limit.take()``)."""
+    source = _run_source()
+    if source.count(_INLINED_TAKE) != 1:
+        raise SystemExit(f"CallSteps.run no longer has {_INLINED_TAKE!r}: update this benchmark")
     namespace: dict[str, Any] = {}
-    exec(compile(source, _pipeline.__file__, "exec"), _pipeline.__dict__, namespace)
+    exec(
+        compile(source.replace(_INLINED_TAKE, "if False:"), _pipeline.__file__, "exec"),
+        _pipeline.__dict__,
+        namespace,
+    )
     return namespace["run"]
 
 
-def _always_await_run() -> Any:
-    """``CallSteps.run`` with the inlined free-slot tests (taking and giving back) replaced by
-    ``if False:``: CPython drops the dead branch at compile time, so this is exactly the plain
-    form: always ``await limit.take()``, always ``workers.release(st, taken)``."""
-    source = _run_source()
-    for inlined in _INLINED:
-        if source.count(inlined) != 1:
-            raise SystemExit(f"CallSteps.run no longer has {inlined!r}: update this benchmark")
-        source = source.replace(inlined, "if False:")
-    return _compiled_run(source)
+def _plain_release_limits(limits: tuple[Any, ...], taken: int) -> None:
+    for limit in reversed(limits[:taken]):
+        limit.release()
 
 
 def _limit_plain() -> list[tuple[Any, dict[str, Any]]]:
-    return [(_pipeline.CallSteps, {"run": _always_await_run()})]
-
-
-def _inlined_run() -> Any:
-    """``CallSteps.run`` (plain form) with the free-slot tests inlined again, as they were."""
-    source = _run_source()
-    if len(_PLAIN_TAKE.findall(source)) != 1 or len(_PLAIN_RELEASE.findall(source)) != 1:
-        raise SystemExit("CallSteps.run changed: update this benchmark")
-
-    def take(m: re.Match[str]) -> str:
-        i = m.group(1)
-        return (f"{i}if limit.free > 0 and not limit.waiters:\n{i}    limit.free -= 1\n"
-                f"{i}else:\n{i}    st.waiting = limit\n{i}    await limit.take()\n")  # fmt: skip
-
-    def release(m: re.Match[str]) -> str:
-        i = m.group(1)
-        return (f"{i}{_INLINED[1]}\n{i}    limits[0].free += 1\n"
-                f"{i}elif taken or st.thread_future is not None:\n")  # fmt: skip
-
-    return _compiled_run(_PLAIN_RELEASE.sub(release, _PLAIN_TAKE.sub(take, source)))
+    if "limit.free += 1" not in inspect.getsource(_control.release_limits):
+        raise SystemExit("release_limits no longer gives slots back inline: update this benchmark")
+    return [
+        (_pipeline.CallSteps, {"run": _always_await_run()}),
+        (_pipeline, {"release_limits": _plain_release_limits}),
+        (_control, {"release_limits": _plain_release_limits}),
+    ]
 
 
 def _plain_validate(self: SimpleParamsValidator, raw: Any, *, tool: str) -> dict[str, Any]:
@@ -310,9 +248,10 @@ def _stats_patch(record_call: Any) -> list[tuple[Any, dict[str, Any]]]:
 
 
 WORKLOADS = ("call async", "call sync", "agent 1 async", "agent 1 sync", "agent 5 async",
-             "agent 5 sync")  # fmt: skip
+             "agent 5 sync", "batch 100 async")  # fmt: skip
 CALLS = {"call async": 1, "call sync": 1, "agent 1 async": 1, "agent 1 sync": 1,
-         "agent 5 async": 5, "agent 5 sync": 5}  # fmt: skip
+         "agent 5 async": 5, "agent 5 sync": 5, "batch 100 async": 100}  # fmt: skip
+BATCH = [("add", ARGS_JSON)] * 100
 
 
 def _setup(*, model_path: bool = False, validate: Any = None) -> dict[str, Op]:
@@ -341,6 +280,15 @@ def _setup(*, model_path: bool = False, validate: Any = None) -> dict[str, Op]:
             return result
 
         ops[f"call {kind}"] = one_call
+        if kind == "async":
+
+            async def batch() -> Any:
+                results = await executor.call_many(BATCH)
+                if [r.text for r in results] != ["3"] * len(BATCH):
+                    raise AssertionError(results)
+                return results
+
+            ops["batch 100 async"] = batch
         for n in (1, 5):
             # different arguments: the same call repeated in one turn would end the run
             # (Agent.max_repeated_calls)
@@ -486,8 +434,8 @@ def _us(s: float) -> str:
 
 
 OPTS = {
-    "builders": "__class__ swap (twin builders, removed) vs dataclass constructors",
-    "limit": "inlined slot take/give-back (_pipeline.py) vs `await limit.take()` + release()",
+    "builders": "positional slot builders (types.py) vs the dataclasses' keyword constructors",
+    "limit": "inlined slot take/give-back (_pipeline.py, _control.py) vs take() + release()",
     "validate-shortcut": "SimpleParamsValidator.validate's direct validate_json vs _instance only",
     "simple-validator": "simple-schema SchemaValidator (second validator) vs the model's validator",
     "stats-inbox": "lock-free stats inbox (_stats.py) vs counting under the registry's lock",
@@ -497,12 +445,10 @@ OPTS = {
 def _variants(opt: str) -> tuple[Variant, Variant]:
     if opt == "builders":
         ops = _setup()
-        return Variant(ops, _builders_twin()), Variant(ops, [])
+        return Variant(ops, []), Variant(ops, _builders_plain())
     if opt == "limit":
         ops = _setup()
-        if _limit_inlined_in_code():
-            return Variant(ops, []), Variant(ops, _limit_plain())
-        return Variant(ops, [(_pipeline.CallSteps, {"run": _inlined_run()})]), Variant(ops, [])
+        return Variant(ops, []), Variant(ops, _limit_plain())
     if opt == "validate-shortcut":
         if _shortcut_in_code():
             return Variant(_setup(), []), Variant(_setup(validate=_plain_validate), [])
@@ -562,19 +508,24 @@ async def main(args: argparse.Namespace) -> str:
                 f"{_us(d.gain):>11} [{_us(lo):>10}, {_us(hi):>10}] {d.wins:>5.0%} "
                 f"{'':>11} {d.gain / d.a:>+8.2%}   (target 3's forecast, new function each)"
             )
-        one, run = rows["call async"], rows["agent 1 async"]
-        pays = run.gain / run.a >= 0.01 and run.spread[0] > 0
+        one, run, batch = rows["call async"], rows["agent 1 async"], rows["batch 100 async"]
+        pays = any(p.gain / p.a >= 0.01 and p.spread[0] > 0 for p in (run, batch))
         verdict = (f"{opt}: gain per tool call {_us(one.gain)} (call async; spread "
                    f"{_us(one.spread[0])}..{_us(one.spread[1])}), per agent run (1 async call) "
                    f"{_us(run.gain)} = {run.gain / run.a:+.2%} of {run.a * 1e6:.1f} µs (spread "
-                   f"{_us(run.spread[0])}..{_us(run.spread[1])}) -> "
+                   f"{_us(run.spread[0])}..{_us(run.spread[1])}), per batch of 100 calls "
+                   f"{_us(batch.gain)} = {batch.gain / batch.a:+.2%} of {batch.a * 1e6:.1f} µs "
+                   f"(spread {_us(batch.spread[0])}..{_us(batch.spread[1])}) -> "
                    f"{'PAYS' if pays else 'does not pay'}")  # fmt: skip
         if opt == "simple-validator":
             verdict += f"; defining a tool: {_us(d.gain)} ({d.gain / d.a:+.0%})"
         say(f"   verdict: {verdict}")
         verdicts.append(verdict)
     say()
-    say("== Summary (pays = saves >= 1 % of a whole agent run, its 25th percentile above zero)")
+    say(
+        "== Summary (pays = saves >= 1 % of a whole agent run or of the batch, its 25th "
+        "percentile above zero)"
+    )
     for v in verdicts:
         say(f"   {v}")
     say(f"load at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -247,7 +247,9 @@ class ToolResult:
 # The executor builds a result, and a block or two, for every call. A frozen slots dataclass's
 # keyword ``__init__`` sets each field through ``object.__setattr__``; these set the slots
 # through their descriptors, in about a third of the time. Each equals the keyword-built value
-# (tests/unit/test_types_builders.py holds them to every field, in order).
+# (tests/test_hot_paths.py holds them to every field, in order). Measured (micro_opts.py,
+# "builders"): 1.95 µs a call, 14 % of a batch of 100 calls through call_many; 0.1 % of an
+# agent run with one call.
 
 _SET = {
     cls: tuple(cls.__dict__[f.name].__set__ for f in fields(cls))

@@ -1,6 +1,7 @@
 """The micro-optimisation benchmark's workloads still run on today's package: each op of
-``benchmarks/micro_opts.py`` (one call, whole agent runs with 1 and 5 calls, async and sync tools)
-completes once with the answer it checks. Nothing is timed here (speed is the benchmark's job)."""
+``benchmarks/micro_opts.py`` (one call, whole agent runs with 1 and 5 calls, async and sync tools,
+a batch of 100 calls) completes once with the answer it checks, under each optimisation's
+optimised and plain forms. Nothing is timed here (speed is the benchmark's job)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,20 @@ def test_every_micro_opts_workload_completes(micro_opts: ModuleType) -> None:
     async def run_all() -> None:
         for op in ops.values():
             await op()  # each raises AssertionError with the result when it went wrong
+
+    asyncio.run(run_all())
+
+
+def test_every_micro_opts_variant_builds_and_runs_every_workload(micro_opts: ModuleType) -> None:
+    """Each optimisation's optimised (A) and plain (B) forms still patch today's package (a
+    form the package changed fails with "update this benchmark"), and give the checked answers."""
+
+    async def run_all() -> None:
+        for opt in micro_opts.OPTS:
+            for variant in micro_opts._variants(opt):
+                with variant.active():
+                    for op in variant.ops.values():
+                        await op()
 
     asyncio.run(run_all())
 

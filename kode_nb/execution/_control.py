@@ -220,7 +220,8 @@ def absorb(st: CallState) -> bool:
 
 
 def release_limits(limits: tuple[Limit, ...], taken: int) -> None:
-    """Give back the first ``taken`` slots of ``limits``, last taken first."""
+    """Give back the first ``taken`` slots of ``limits``, last taken first (``Limit.release``'s
+    fast path inline: see ``CallSteps.run``, where the take is)."""
     while taken:
         taken -= 1
         limit = limits[taken]

@@ -236,7 +236,9 @@ class CallSteps:
             plan.deadlines.add(deadline, st)
         try:
             for limit in limits:
-                if limit.free > 0 and not limit.waiters:  # Limit.take's fast path, inline
+                # Limit.take's fast path, inline (with release_limits': 3 % of a batch of 100
+                # calls through call_many, 0.6 µs a call; benchmarks/micro_opts.py, "limit")
+                if limit.free > 0 and not limit.waiters:
                     limit.free -= 1
                     taken += 1
                     continue
