@@ -82,10 +82,14 @@ async def test_async_for_walks_every_pause_and_a_decision_in_the_body_holds(
     in order; undecided points go on with next(), a decision made in the body is kept."""
     run = Agent(model=two_turns(), tools=["add"]).start("Add things.", step=True)
     seen = []
-    async for point in run:
-        seen.append((point.kind, point.turn, point.tool))
-        if point.tool == "add" and point.arguments == {"a": 5, "b": 6}:
-            point.give_result("eleven")  # answered by hand: the tool does not run
+
+    async def walk() -> None:
+        async for point in run:
+            seen.append((point.kind, point.turn, point.tool))
+            if point.tool == "add" and point.arguments == {"a": 5, "b": 6}:
+                point.give_result("eleven")  # answered by hand: the tool does not run
+
+    await asyncio.wait_for(walk(), 60)  # a point left waiting would hang the run: fail instead
     result = await run
     assert result.output == "Done."
     assert seen == [
