@@ -31,9 +31,18 @@ LIMIT = 256
 """How many traces are kept (least recently used dropped first)."""
 MAX_BYTES = 200_000_000
 """About how many bytes of trace data are kept (the strings and numbers of their spans)."""
+HOT = 16
+"""How many of the newest (or most recently asked for) traces are kept as the objects
+themselves; the rest are kept frozen (see :func:`remember_trace`)."""
 
-_TRACES: OrderedDict[str, Trace] = OrderedDict()
+_TRACES: OrderedDict[str, Trace | bytes] = OrderedDict()
+"""Every kept trace by id, least recently used first: frozen (its JSON form as :mod:`marshal`
+bytes), or the :class:`Trace` itself when marshal refused its data."""
+_HOT: OrderedDict[str, Trace] = OrderedDict()
+"""The objects of the :data:`HOT` newest kept traces (each also in :data:`_TRACES`)."""
 _SIZES: dict[str, int] = {}
+_total = 0
+"""``sum(_SIZES.values())``, kept as they change."""
 _MODELS: dict[str, Any] = {}
 _EXECUTORS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -48,33 +57,75 @@ def remember_trace(
     tool calls (its registry, policy, approver): what :func:`kode_nb.fork` continues with when
     given no ``model=`` / ``executor=``; each kept as long as the trace is (given again, the
     newer wins; not given, the kept one stays). JSON handed over for a trace this process
-    already keeps (a front end's copy of a run of this kernel) leaves the kept one."""
+    already keeps (a front end's copy of a run of this kernel) leaves the kept one.
+
+    A trace is kept frozen: its JSON form as it is now, written by :mod:`marshal` (one bytes
+    object, sized exactly). The :data:`HOT` newest are also kept as the objects themselves, so
+    :func:`known_trace` gives a recent run's own ``result.trace``; an older one is read back
+    from its frozen form when asked for. Thousands of spans' objects held for the table would
+    otherwise stay in memory until their run falls out: freeing one then, out of the CPU's
+    caches, cost an agent run with one tool call 6 % of its time (``benchmarks/compare.py``).
+    """
+    global _total
     if not isinstance(trace, Trace):
         with _LOCK:
-            kept = (
-                _TRACES.get(str(trace.get("trace_id", ""))) if isinstance(trace, Mapping) else None
-            )
-            if kept is not None:
-                _TRACES.move_to_end(kept.trace_id)
-                return kept
+            key = str(trace.get("trace_id", "")) if isinstance(trace, Mapping) else ""
+            if key in _TRACES:
+                _TRACES.move_to_end(key)
+                return _thaw(key)
         try:
             trace = Trace.from_dict(trace)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigurationError(f"not a usable kode_nb trace: {exc}") from None
-    size = approximate_size(trace)
+    frozen: Trace | bytes
+    try:
+        frozen = marshal.dumps(trace.to_dict())
+        size = len(frozen)
+    except ValueError:  # data marshal cannot write (an object, nesting deeper than it goes)
+        frozen, size = trace, approximate_size(trace)
+    key = trace.trace_id
     with _LOCK:
-        _TRACES[trace.trace_id] = trace
-        _TRACES.move_to_end(trace.trace_id)
-        _SIZES[trace.trace_id] = size
+        _TRACES[key] = frozen
+        _TRACES.move_to_end(key)
+        _keep_hot(key, trace)
+        _total += size - _SIZES.get(key, 0)
+        _SIZES[key] = size
         if model is not None:
-            _MODELS[trace.trace_id] = model
+            _MODELS[key] = model
         if executor is not None:
-            _EXECUTORS[trace.trace_id] = executor
-        while len(_TRACES) > 1 and (len(_TRACES) > LIMIT or sum(_SIZES.values()) > MAX_BYTES):
+            _EXECUTORS[key] = executor
+        while len(_TRACES) > 1 and (len(_TRACES) > LIMIT or _total > MAX_BYTES):
             dropped = _TRACES.popitem(last=False)[0]
+            _HOT.pop(dropped, None)
             _MODELS.pop(dropped, None)
             _EXECUTORS.pop(dropped, None)
-            _SIZES.pop(dropped, None)
+            _total -= _SIZES.pop(dropped, 0)
+    return trace
+
+
+def _keep_hot(key: str, trace: Trace) -> None:
+    """(Under the lock.) ``trace`` is the newest of the objects kept."""
+    _HOT[key] = trace
+    _HOT.move_to_end(key)
+    while len(_HOT) > HOT:
+        _HOT.popitem(last=False)
+
+
+def _thaw(key: str) -> Trace:
+    """(Under the lock.) The kept trace ``key``: its object, or one read from its frozen form."""
+    trace = _HOT.get(key)
+    if trace is not None:
+        _HOT.move_to_end(key)
+        return trace
+    frozen = _TRACES[key]
+    if isinstance(frozen, Trace):
+        trace = frozen
+    else:
+        try:
+            trace = Trace.from_dict(marshal.loads(frozen))
+        except (EOFError, KeyError, TypeError, ValueError) as exc:  # its own JSON: not expected
+            raise ConfigurationError(f"the kept trace {key!r} could not be read: {exc}") from None
+    _keep_hot(key, trace)
     return trace
 
 
@@ -83,7 +134,8 @@ def approximate_size(trace: Trace) -> int:
     events as one :mod:`marshal` text writes them (data held twice, such as the messages each
     model call resends, counts once); when marshal refuses the data (an object, nesting deeper
     than it goes), each span's is written, or walked, apart. Every finished run is sized, and
-    marshal does it in C: a 6-span run's trace in ~9 µs, where a walk took ~58 µs."""
+    marshal does it in C: a 6-span run's trace in ~9 µs, where a walk took ~58 µs. (A trace
+    that :func:`remember_trace` keeps is sized by its frozen form; this sizes one kept as is.)"""
     spans = list(trace.root.walk())
     total = sum(200 + len(str(span.name)) for span in spans)
     try:
@@ -138,13 +190,13 @@ def known_executor(trace_id: str) -> Any:
 def known_trace(trace_id: str) -> Trace:
     """The trace kept under ``trace_id`` (a unique prefix of at least 8 characters also works)."""
     with _LOCK:
-        trace = _TRACES.get(trace_id)
-        if trace is None and len(trace_id) >= 8:
-            hits = [t for key, t in _TRACES.items() if key.startswith(trace_id)]
-            trace = hits[0] if len(hits) == 1 else None
-        if trace is not None:
-            _TRACES.move_to_end(trace.trace_id)
-            return trace
+        key: str | None = trace_id if trace_id in _TRACES else None
+        if key is None and len(trace_id) >= 8:
+            hits = [k for k in _TRACES if k.startswith(trace_id)]
+            key = hits[0] if len(hits) == 1 else None
+        if key is not None:
+            _TRACES.move_to_end(key)
+            return _thaw(key)
     raise ConfigurationError(
         f"no trace {trace_id!r} in this kernel: it was recorded in another kernel or "
         f"dropped (the newest {LIMIT}, about {MAX_BYTES // 1_000_000} MB, are kept); load it "

@@ -38,6 +38,8 @@ def spans(run: Any, kind: str) -> list[Any]:
 def restart(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget every run this process knows, as a restarted kernel would."""
     monkeypatch.setattr(_known, "_TRACES", OrderedDict())
+    monkeypatch.setattr(_known, "_HOT", OrderedDict())
+    monkeypatch.setattr(_known, "_total", 0)
     for name in ("_SIZES", "_MODELS", "_EXECUTORS"):
         monkeypatch.setattr(_known, name, {})
 

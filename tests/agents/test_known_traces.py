@@ -64,7 +64,8 @@ async def test_the_table_is_bounded_by_bytes_and_keeps_the_newest(
 ) -> None:
     big = "x" * 10_000
     runs = [await Agent(model=ScriptedModel([f"{big} {i}"])).run("go") for i in range(4)]
-    size = _known.approximate_size(runs[0].trace)
+    remember_trace(runs[0].trace)
+    size = _known._SIZES[runs[0].trace.trace_id]  # its frozen form's bytes
     assert size > 10_000  # the answer is in the trace's run span
     monkeypatch.setattr(_known, "MAX_BYTES", int(size * 2.5))
     for run in runs:
@@ -86,3 +87,29 @@ async def test_a_trace_marshal_refuses_is_still_sized_span_by_span() -> None:
     apart = _known.approximate_size(result.trace)
     assert apart >= whole  # the answer is still counted (once per span that holds it)
     assert apart < 3 * whole
+
+
+async def test_an_older_trace_is_read_back_from_its_frozen_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_known, "HOT", 2)
+    agent = Agent("frozen", model=ScriptedModel(["a", "b", "c"]), tools=[])
+    runs = [await agent.run(f"q{i}") for i in range(3)]
+    oldest = runs[0].trace
+    assert oldest.trace_id not in _known._HOT  # only the objects of the 2 newest are held
+    again = known_trace(oldest.trace_id)
+    assert again is not oldest
+    assert again.to_dict() == oldest.to_dict()
+    assert known_trace(oldest.trace_id) is again  # read once, then held again
+    assert known_trace(runs[2].trace.trace_id) is runs[2].trace
+    assert _known._total == sum(_known._SIZES.values())
+
+
+async def test_a_trace_marshal_refuses_is_kept_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_known, "HOT", 1)
+    result = await Agent(model=ScriptedModel(["z"])).run("go")
+    result.trace.root.attributes["odd"] = object()
+    remember_trace(result.trace)
+    await Agent(model=ScriptedModel(["w"])).run("go")  # pushes it out of the held objects
+    assert result.trace.trace_id not in _known._HOT
+    assert known_trace(result.trace.trace_id) is result.trace
