@@ -227,7 +227,13 @@ class ToolResult:
         """The model-facing text: every block rendered, joined by newlines."""
         content = self.content
         if len(content) == 1:
-            return _block_text(content[0])
+            block = content[0]
+            kind = type(block)
+            if kind is TextBlock:
+                return block.text  # type: ignore[union-attr]
+            if kind is JsonBlock:
+                return _json_text(block.data)  # type: ignore[union-attr]
+            return _block_text(block)
         return "\n".join(_block_text(b) for b in content)
 
     @classmethod

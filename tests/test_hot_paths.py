@@ -172,6 +172,106 @@ async def test_deadlines_drop_ended_calls_in_order() -> None:
     assert len(deadlines) <= 1  # each add drops the ended calls in front
 
 
+# --------------------------------------------------------------------------- async bodies
+# An async tool's body: its timeout counts from its start, its awaits get their values and
+# exceptions, and a cancellation reaches it.
+
+
+async def test_an_async_body_that_suspends_times_out_from_its_start(
+    registry: ToolRegistry,
+) -> None:
+    import time
+
+    cleaned: list[str] = []
+
+    async def busy_then_wait(seconds: float) -> str:
+        """Computes for ``seconds``, then waits for ever."""
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:  # its first step outlasts the timeout
+            pass
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            cleaned.append("finally")
+        return "never"
+
+    define_tool(busy_then_wait, timeout=0.2, registry=registry)
+    ex = Executor(registry)
+    started = time.perf_counter()
+    result = await ex.call("busy_then_wait", {"seconds": 0.3})
+    assert result.status == "timed_out", result.text
+    assert cleaned == ["finally"]
+    assert time.perf_counter() - started < 30  # fired at once, not after the hour
+
+
+async def test_an_async_body_resumed_gets_results_exceptions_and_cancellation(
+    registry: ToolRegistry,
+) -> None:
+    loop = asyncio.get_running_loop()
+    gate: asyncio.Future[int] = loop.create_future()
+    seen: list[str] = []
+
+    async def relay(steps: int) -> int:
+        """Awaits several times: a future's value, an exception it handles, and a sleep."""
+        value = await gate
+        failing: asyncio.Future[int] = loop.create_future()
+        loop.call_soon(failing.set_exception, KeyError("k"))
+        try:
+            await failing
+        except KeyError:
+            seen.append("handled")
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        return value + steps
+
+    define_tool(relay, registry=registry)
+    ex = Executor(registry, default_timeout=30)
+    task = asyncio.ensure_future(ex.call("relay", {"steps": 3}))
+    await asyncio.sleep(0)
+    gate.set_result(39)
+    result = await task
+    assert (result.status, result.text, seen) == ("ok", "42", ["handled"])
+
+    started = asyncio.Event()
+
+    async def stubborn() -> str:
+        """Swallows the cancellation, waits once more and returns."""
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            seen.append("swallowed")
+        await asyncio.sleep(0)
+        return "late"
+
+    define_tool(stubborn, registry=registry)
+    task = asyncio.ensure_future(ex.call("stubborn", {}))
+    await asyncio.wait_for(started.wait(), 60)
+    assert ex.cancel(reason="stop") == 1
+    result = await asyncio.wait_for(task, 30)
+    assert result.status == "cancelled"
+    assert seen[-1] == "swallowed"
+
+    started.clear()
+
+    async def sleeper() -> str:
+        """Sleeps for an hour."""
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            seen.append("sleeper stopped")
+        return "never"
+
+    define_tool(sleeper, registry=registry)
+    task = asyncio.ensure_future(ex.call("sleeper", {}))
+    await asyncio.wait_for(started.wait(), 60)
+    task.cancel()  # the caller is cancelled: the tool is stopped and the caller sees it
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen[-1] == "sleeper stopped"
+
+
 # --------------------------------------------------------------------------- worker threads
 
 
@@ -252,14 +352,17 @@ def _reference_approval(policy: Policy, tool: Any, arguments: Mapping[str, Any])
 decisions = st.sampled_from(["auto", "ask", "deny"])
 
 
-@given(
-    kind=st.sampled_from(list(ToolKind)),
-    rule=st.none() | decisions | st.just(lambda args: "ask"),
-    kind_rules=st.dictionaries(st.sampled_from(list(ToolKind)), decisions),
-    override=st.none() | decisions,
-    mode=decisions,
-    always=st.booleans(),
-)
+policy_cases = {
+    "kind": st.sampled_from(list(ToolKind)),
+    "rule": st.none() | decisions | st.just(lambda args: "ask"),
+    "kind_rules": st.dictionaries(st.sampled_from(list(ToolKind)), decisions),
+    "override": st.none() | decisions,
+    "mode": decisions,
+    "always": st.booleans(),
+}
+
+
+@given(**policy_cases)
 def test_approval_shortcut_matches_the_rules(
     kind: ToolKind, rule: Any, kind_rules: dict[ToolKind, str], override: str | None,
     mode: str, always: bool,
@@ -275,6 +378,49 @@ def test_approval_shortcut_matches_the_rules(
     )
     assert policy.approval_for(tool, {}) == _reference_approval(policy, tool, {})
     assert policy.approval_for(tool) == _reference_approval(policy, tool, {})
+
+
+@given(
+    **policy_cases,
+    deny=st.booleans(),
+    allow=st.none() | st.just(["job"]) | st.just(["other"]),
+)
+def test_the_executor_decides_as_the_policy_does(
+    kind: ToolKind, rule: Any, kind_rules: dict[ToolKind, str], override: str | None,
+    mode: str, always: bool, deny: bool, allow: list[str] | None,
+) -> None:  # fmt: skip
+    """The executor's inline policy checks (CallSteps.run) against Policy's own answers."""
+    ran: list[str] = []
+    asked: list[str] = []
+
+    def job() -> str:
+        """Runs."""
+        ran.append("job")
+        return "done"
+
+    registry = ToolRegistry()
+    tool = define_tool(job, kind=kind, approval=rule, registry=registry)
+    policy = Policy(
+        kind_approval=kind_rules,  # type: ignore[arg-type]
+        overrides={"job": override} if override else {},  # type: ignore[dict-item]
+        approval_mode=mode,  # type: ignore[arg-type]
+        always_allowed={"job"} if always else set(),
+        deny=["job"] if deny else [],
+        allow=allow,
+    )
+    allowed = policy.is_allowed(tool, registry)[0]
+    decision = policy.approval_for(tool, {})[0] if allowed else "not allowed"
+
+    def approver(request: Any) -> bool:
+        asked.append(request.tool)
+        return True
+
+    ex = Executor(registry, policy=policy, approver=approver, default_timeout=None)
+    result = asyncio.run(ex.call("job", "{}"))
+    want = {"auto": (["job"], [], "ok"), "ask": (["job"], ["job"], "ok")}.get(
+        decision, ([], [], "denied")
+    )
+    assert (ran, asked, result.status) == want, decision
 
 
 async def test_arguments_reach_predicates_events_and_custom_policies(

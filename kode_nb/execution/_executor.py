@@ -49,8 +49,10 @@ time; its limits apply per loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import secrets
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -100,6 +102,15 @@ class RunningCall:
 
 
 _default_registry: Callable[[], RegistryLike] | None = None
+
+_current_task: Callable[[asyncio.AbstractEventLoop], asyncio.Task[Any] | None] = (
+    asyncio.current_task
+)
+if sys.version_info[:2] == (3, 11):  # current_task() is Python there, reading this C table
+    with contextlib.suppress(ImportError):
+        from asyncio.tasks import _current_tasks  # type: ignore[attr-defined]
+
+        _current_task = _current_tasks.get  # the same lookup, without a Python frame (0.1 µs)
 
 
 def _current_registry() -> RegistryLike:
@@ -313,7 +324,7 @@ class Executor:
             on_update,
             loop,
             slots.thread,
-            asyncio.current_task(loop),
+            _current_task(loop),
             time.time(),
             plan,
             registry,

@@ -107,6 +107,7 @@ class Plan:
     __slots__ = (
         "arguments_param",
         "context_param",
+        "counter",
         "deadlines",
         "dump",
         "function",
@@ -119,6 +120,7 @@ class Plan:
         "threaded",
         "timeout",
         "validate",
+        "validate_json",
         "version",
     )
 
@@ -149,11 +151,17 @@ class Plan:
         self.context_param = tool.context_param
         self.arguments_param = tool.arguments_param
         self.validate = tool.validator.validate
+        self.validate_json = getattr(tool.validator, "validate_json_text", None)
+        """The validator's shortcut for a JSON text (``None``: none; see ``CallSteps.run``)."""
         self.dump = tool.validator.dump
         self.rule_free = not callable(tool.approval)
         """The tool has no approval predicate (a Policy then decides without the arguments)."""
         self.registry = registry
         self.version = getattr(registry, "version", 0)
+        counter = getattr(registry, "call_counter", None)
+        self.counter: tuple[Any, Any] | None = counter(tool.name) if counter is not None else None
+        """The registry's counter of this tool's calls and its lock (``None``: the executor
+        records each call with ``registry.record_call``); valid for this plan's version."""
 
 
 class LoopSlots:

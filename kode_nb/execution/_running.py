@@ -17,6 +17,7 @@ import inspect
 import itertools
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -208,12 +209,26 @@ class Deadlines:
     and by an occasional compaction), so about as many entries are kept as calls are in flight.
     """
 
-    __slots__ = ("_armed", "_fifo", "_handle", "_heap", "_limit", "_loop", "_on_expire", "_seq")
+    __slots__ = (
+        "_armed",
+        "_fifo",
+        "_handle",
+        "_heap",
+        "_limit",
+        "_loop",
+        "_on_expire",
+        "_seq",
+        "clock",
+    )
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, on_expire: Callable[[CallState], object]
     ) -> None:
         self._loop = loop
+        self.clock: Callable[[], float] = (
+            time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+        )
+        """The loop's clock (``loop.time()``): asyncio's own loops read ``time.monotonic``."""
         self._on_expire = on_expire
         self._fifo: deque[tuple[float, CallState]] = deque()
         self._heap: list[tuple[float, int, CallState]] = []

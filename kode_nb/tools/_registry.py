@@ -286,6 +286,20 @@ class ToolRegistry:
                     counter = self._stats[key] = CallCounter()
             counter.add(duration, failed, denied)
 
+    def call_counter(self, name: str) -> tuple[CallCounter, threading.Lock] | None:
+        """The counter the calls of tool ``name`` are recorded in, with the lock to hold while
+        adding to it (``None``: not registered): for an executor that records many calls, what
+        :meth:`record_call` looks up each time. It stays the tool's until :attr:`version` changes
+        (unregistering, replacing and :meth:`reset_stats` change it)."""
+        key = _key(name)
+        with self._lock:
+            if key not in self._tools:
+                return None
+            counter = self._stats.get(key)
+            if counter is None:
+                counter = self._stats[key] = CallCounter()
+            return counter, self._lock
+
     @overload
     def stats(self, name: str) -> ToolStats: ...
     @overload
@@ -318,6 +332,7 @@ class ToolRegistry:
     def reset_stats(self) -> None:
         with self._lock:
             self._stats.clear()
+            self.version += 1  # counters handed out by call_counter are no longer the tools'
 
     # ----------------------------------------------------------------- entry points
 

@@ -144,6 +144,9 @@ class SimpleParamsValidator(_CoreValidator):
     ) -> None:
         self.schema = schema
         self._validator = validator
+        self.validate_json_text = validator.validate_json
+        """What :meth:`validate` does with a JSON text, without its checks and calls: a success
+        is its result; a failure raises ``ValidationError``, which :meth:`validate` words."""
         self.names = tuple((name, name) for name in names)
         """(parameter name, field name) pairs, in signature order (the same names here)."""
         self._build_model = model
