@@ -14,15 +14,32 @@ pay) is patched back in as A, from the copy kept here, so its row can still be r
   inline (``free += 1``) in ``release_limits`` of ``_control.py``; plain = always ``await
   limit.take()`` (the method has the same free-slot test, behind a coroutine) and
   ``Limit.release()`` for each slot.
-* ``validate-shortcut``: ``SimpleParamsValidator.validate`` (``kode_nb/tools/_validation.py``)
-  called the pydantic-core validator's ``validate_json`` itself for ``str`` arguments, and on a
-  failure validated a second time through ``_instance`` to explain it; plain = ``_instance``
-  only (one path, one validation). It did not pay and was removed: A is the copy kept here.
+* ``inline-steps``: the first, usual case of several steps written inline in
+  ``CallSteps.run``/``finish`` (``kode_nb/execution/_pipeline.py``) and around them, each
+  switched back to its plain form for B: the validator's JSON-text validation called directly
+  (``Plan.validate_json``; plain: ``plan.validate``, two calls more); the policy's checks for a
+  plain :class:`~kode_nb.Policy` (no deny list, profile or allow list: no ``is_allowed`` call;
+  a rule-free tool whose kind runs without asking: no ``approval_for`` call); a ``str``/number/
+  ``dict`` result converted without ``convert_value``; one slot given back without
+  ``release_limits``; the stats counter kept in the plan (``Plan.counter``; plain:
+  ``registry.record_call`` looks it up); the loop's clock read as ``time.monotonic`` (plain:
+  ``loop.time()``); the caller's task read from asyncio's table (plain:
+  ``asyncio.current_task``); and ``ToolResult.text`` of one block without ``_block_text``.
+  (The JSON-text shortcut was once measured alone inside ``SimpleParamsValidator.validate``,
+  the row ``validate-shortcut``, removing one call: +0.10 µs a call, it did not pay.)
 * ``simple-validator``: simple signatures get a second validator besides the pydantic model, a
   pydantic-core typed-dict ``SchemaValidator`` written by ``kode_nb/tools/_simple_schema.py``
   (the model is built only if asked for); plain = the model's validator (``_FAST_PATH =
   False`` in ``kode_nb/tools/_schema.py``). Its main purpose is defining tools fast
   (target 3), so the definition time is measured too.
+
+* ``redact-walk``: ``_walk_mapping`` (``kode_nb/_redact.py``) reads the memo of
+  ``is_secret_key`` and the cache of short redacted strings itself; plain = a call of each per
+  key and string (the copy kept here). Traces redact every mapping they record.
+
+* ``span-ids``: a span's id is drawn from a generator seeded by the OS
+  (``kode_nb/traces/_trace.py``, ``new_span_id``); plain = 8 bytes read from the OS for each
+  (``secrets.token_hex(8)``, as before).
 
 * ``stats-inbox``: the registry recorded a finished call without its lock: the duration went to
   a per-tool ``deque`` inbox (``append`` is atomic), folded into the counts under the lock when
@@ -62,7 +79,6 @@ import statistics
 import sys
 import textwrap
 import time
-import types
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -71,15 +87,15 @@ from pathlib import Path
 from typing import Any
 
 from _funcs import ARGS_JSON, add, add_sync
-from pydantic import ValidationError
 
 import kode_nb
-from kode_nb import Agent, Executor, ToolRegistry, define_tool
-from kode_nb.execution import _control, _pipeline, _results
+from kode_nb import Agent, Executor, ToolRegistry, _redact, define_tool
+from kode_nb import types as _types
+from kode_nb.execution import _control, _executor, _pipeline, _results
 from kode_nb.models import ScriptedModel, call
 from kode_nb.tools import _registry, _schema
 from kode_nb.tools._stats import STATS_WINDOW
-from kode_nb.tools._validation import SimpleParamsValidator
+from kode_nb.traces import _trace
 from kode_nb.types import JsonBlock, TextBlock, ToolResult, normalize_name
 
 Op = Callable[[], Awaitable[Any]]
@@ -136,24 +152,11 @@ _INLINED_TAKE = "if limit.free > 0 and not limit.waiters:"
 """``CallSteps.run``'s inline take of a free slot (``if False:`` makes it the plain form)."""
 
 
-def _run_source() -> str:
-    return textwrap.dedent(inspect.getsource(_pipeline.CallSteps.run))
-
-
 def _always_await_run() -> Any:
     """``CallSteps.run`` with the inlined free-slot test replaced by ``if False:``: CPython drops
     the dead branch at compile time, so this is exactly the plain form (always ``await
     limit.take()``)."""
-    source = _run_source()
-    if source.count(_INLINED_TAKE) != 1:
-        raise SystemExit(f"CallSteps.run no longer has {_INLINED_TAKE!r}: update this benchmark")
-    namespace: dict[str, Any] = {}
-    exec(
-        compile(source.replace(_INLINED_TAKE, "if False:"), _pipeline.__file__, "exec"),
-        _pipeline.__dict__,
-        namespace,
-    )
-    return namespace["run"]
+    return _recompiled(_pipeline.CallSteps.run, _pipeline, {_INLINED_TAKE: "if False:"})
 
 
 def _plain_release_limits(limits: tuple[Any, ...], taken: int) -> None:
@@ -171,26 +174,80 @@ def _limit_plain() -> list[tuple[Any, dict[str, Any]]]:
     ]
 
 
-def _plain_validate(self: SimpleParamsValidator, raw: Any, *, tool: str) -> dict[str, Any]:
-    kwargs: dict[str, Any] = self._instance(raw, tool)
-    return kwargs
+def _recompiled(function: Any, module: Any, replacements: dict[str, str]) -> Any:
+    """``function`` compiled again in ``module``'s namespace with each replacement made once
+    (each must be found exactly once: the benchmark is out of date otherwise)."""
+    source = textwrap.dedent(inspect.getsource(function))
+    for old, new in replacements.items():
+        if source.count(old) != 1:
+            raise SystemExit(
+                f"{function.__qualname__} no longer has {old!r}: update this benchmark"
+            )
+        source = source.replace(old, new)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, module.__file__, "exec"), module.__dict__, namespace)
+    return namespace[function.__name__]
 
 
-def _shortcut_validate(self: SimpleParamsValidator, raw: Any, *, tool: str) -> dict[str, Any]:
-    """``SimpleParamsValidator.validate`` as it was with the shortcut."""
-    kwargs: dict[str, Any]
-    if type(raw) is str:  # the usual case, first
-        try:
-            kwargs = self._validator.validate_json(raw)
-            return kwargs
-        except ValidationError:
-            pass  # _instance explains it (or takes blank text for no arguments)
-    kwargs = self._instance(raw, tool)
-    return kwargs
+_PLAIN_RUN = {
+    "if plan.validate_json is not None and type(arguments) is str:": "if False:",
+    '"is_allowed" in own': "True",
+    'and policy.kind_approval[tool.kind] == "auto"': "and False",
+    "if kind is str:  # convert_value's first cases, without its call": "if False:",
+    "if kind is int or kind is dict or kind is float or kind is bool:": "if False:",
+    "elif taken == 1 and not limits[0].waiters:": "elif False:",
+    "deadline = deadlines.clock() + timeout": "deadline = st.loop.time() + timeout",
+}
+"""``CallSteps.run``'s inline first cases, each made dead code (``if False:``: CPython drops the
+branch at compile time) or its plain form."""
 
 
-def _shortcut_in_code() -> bool:
-    return "self._validator.validate_json" in inspect.getsource(SimpleParamsValidator.validate)
+def _plain_text_property(self: ToolResult) -> str:
+    return "\n".join(_types._block_text(b) for b in self.content)
+
+
+def _inline_steps_plain() -> list[tuple[Any, dict[str, Any]]]:
+    finish = _recompiled(
+        _pipeline.CallSteps.finish, _pipeline,
+        {"if counted is not None:  # what record_call does, without looking the counter up":
+         "if False:"},
+    )  # fmt: skip
+    return [
+        (_pipeline.CallSteps, {"run": _recompiled(_pipeline.CallSteps.run, _pipeline, _PLAIN_RUN),
+                               "finish": finish}),
+        (_executor, {"_current_task": asyncio.current_task}),
+        (ToolResult, {"text": property(_plain_text_property)}),
+    ]  # fmt: skip
+
+
+def _os_bits(bits: int) -> int:
+    """``_trace._span_bits`` read from the OS, as ``secrets.token_hex`` does."""
+    return int.from_bytes(os.urandom(bits // 8), "big")
+
+
+def _plain_walk_mapping(value: Any, secrets: list[str], depth: int) -> dict[str, Any]:
+    """``_walk_mapping`` as it was: a call of ``is_secret_key`` and ``_redact_str`` each."""
+    out: dict[str, Any] = {}
+    hidden = "value" in value and _redact._names_a_secret(value)
+    depth += 1
+    for key, item in value.items():
+        text = key if type(key) is str else str(key)
+        name = text if len(text) < _redact._SHORTEST else _redact._redact_str(text, secrets)
+        if (_redact.is_secret_key(text) or (hidden and key == "value")) and (
+            item not in (None, "") and not isinstance(item, bool)
+        ):
+            out[name] = _redact.REDACTED
+            continue
+        kind = type(item)
+        if kind is str:
+            out[name] = (
+                item if len(item) < _redact._SHORTEST else _redact._redact_str(item, secrets)
+            )
+        elif kind in _redact._PLAIN:
+            out[name] = item
+        else:
+            out[name] = _redact._walk(item, secrets, depth)
+    return out
 
 
 class _InboxCounter:
@@ -254,7 +311,7 @@ CALLS = {"call async": 1, "call sync": 1, "agent 1 async": 1, "agent 1 sync": 1,
 BATCH = [("add", ARGS_JSON)] * 100
 
 
-def _setup(*, model_path: bool = False, validate: Any = None) -> dict[str, Op]:
+def _setup(*, model_path: bool = False) -> dict[str, Op]:
     """Fresh tools, executors and agents; one op per workload."""
     old = _schema._FAST_PATH
     _schema._FAST_PATH = not model_path
@@ -262,9 +319,6 @@ def _setup(*, model_path: bool = False, validate: Any = None) -> dict[str, Op]:
         registry = ToolRegistry()
         for fn in (add, add_sync):
             tool = define_tool(fn, registry=registry)
-            if validate is not None:
-                assert isinstance(tool.validator, SimpleParamsValidator)
-                tool.validator.validate = types.MethodType(validate, tool.validator)  # type: ignore[method-assign]
             expected = "ParamsValidator" if model_path else "SimpleParamsValidator"
             assert type(tool.validator).__name__ == expected, tool.validator
     finally:
@@ -436,7 +490,9 @@ def _us(s: float) -> str:
 OPTS = {
     "builders": "positional slot builders (types.py) vs the dataclasses' keyword constructors",
     "limit": "inlined slot take/give-back (_pipeline.py, _control.py) vs take() + release()",
-    "validate-shortcut": "SimpleParamsValidator.validate's direct validate_json vs _instance only",
+    "inline-steps": "first cases inline in CallSteps.run/finish (_pipeline.py) vs their calls",
+    "redact-walk": "memo and cache read inline in _redact._walk_mapping vs a call each",
+    "span-ids": "span ids from a generator seeded by the OS vs 8 bytes from the OS each",
     "simple-validator": "simple-schema SchemaValidator (second validator) vs the model's validator",
     "stats-inbox": "lock-free stats inbox (_stats.py) vs counting under the registry's lock",
 }
@@ -449,10 +505,15 @@ def _variants(opt: str) -> tuple[Variant, Variant]:
     if opt == "limit":
         ops = _setup()
         return Variant(ops, []), Variant(ops, _limit_plain())
-    if opt == "validate-shortcut":
-        if _shortcut_in_code():
-            return Variant(_setup(), []), Variant(_setup(validate=_plain_validate), [])
-        return Variant(_setup(validate=_shortcut_validate), []), Variant(_setup(), [])
+    if opt == "inline-steps":
+        ops = _setup()
+        return Variant(ops, []), Variant(ops, _inline_steps_plain())
+    if opt == "redact-walk":
+        ops = _setup()
+        return Variant(ops, []), Variant(ops, [(_redact, {"_walk_mapping": _plain_walk_mapping})])
+    if opt == "span-ids":
+        ops = _setup()
+        return Variant(ops, []), Variant(ops, [(_trace, {"_span_bits": _os_bits})])
     if opt == "stats-inbox":
         return Variant(_setup(), _stats_patch(_inbox_record_call)), Variant(_setup(), [])
     return Variant(_setup(), []), Variant(_setup(model_path=True), [])

@@ -134,45 +134,59 @@ def _is_secret_name(name: str) -> bool:
     return known
 
 
-_names_cache: tuple[object, tuple[str, ...]] | None = None
+_Environ = type(os.environ)
 
 
 def _secret_names(env: Mapping[str, str]) -> tuple[str, ...]:
-    """Names of secret-looking variables. Iterating ``os.environ`` decodes every entry, so for
-    it the scan is reused while its raw (undecoded) names are the same; values are always read
-    fresh, so a changed value is never missed."""
-    global _names_cache
-    if env is not os.environ:
-        return tuple(name for name in env if _is_secret_name(name))
-    raw = getattr(env, "_data", None)
-    signature: object = tuple(raw) if isinstance(raw, dict) else None
-    cached = _names_cache
-    if signature is not None and cached is not None and cached[0] == signature:
-        return cached[1]
-    names = tuple(name for name in env if _is_secret_name(name))
-    _names_cache = (signature, names)
-    return names
+    """Names of secret-looking variables in ``env``."""
+    return tuple(name for name in env if _is_secret_name(name))
 
 
-_env_found: tuple[tuple[str, ...], tuple[str | None, ...], list[str]] = ((), (), [])
-"""The last names, their values and the list made from them (the same list object is returned
-while they stay the same)."""
+def _secret_values(values: Any) -> list[str]:
+    """The values long enough to be secrets, longest first (so overlaps redact fully)."""
+    found = {v for v in values if v is not None and len(v.strip()) >= _MIN_ENV_SECRET}
+    return sorted(found, key=len, reverse=True)
+
+
+_env_seen: tuple[tuple[Any, ...], tuple[tuple[Any, Any], ...], list[str]] = ((), (), [])
+"""For ``os.environ``: its raw (undecoded) names when last read, the raw name and value of
+each secret-looking one, and the list of secrets made from them (the same list object is
+returned while they stay the same)."""
+
+
+def _os_environ_secrets(env: Any, raw: dict[Any, Any]) -> list[str]:
+    """:func:`environment_secrets` of ``os.environ``, read from its raw table (what every change
+    to it writes): names are decoded and scanned again only when the set of names changed, and
+    the secret-looking ones' values are compared by identity, so each call reads them fresh
+    without decoding every entry."""
+    global _env_seen
+    names, pairs, result = _env_seen
+    keys = tuple(raw)
+    if keys == names:
+        get = raw.get
+        for key, value in pairs:
+            if get(key) is not value:
+                break
+        else:
+            return result
+    else:
+        decode = env.decodekey
+        pairs = tuple((key, None) for key in keys if _is_secret_name(decode(key)))
+    pairs = tuple((key, raw.get(key)) for key, _ in pairs)
+    decode_value = env.decodevalue
+    result = _secret_values(decode_value(v) for _, v in pairs if v is not None)
+    _env_seen = (keys, pairs, result)
+    return result
 
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values in the environment now (longest first, so overlaps redact fully)."""
-    global _env_found
     env = os.environ if environ is None else environ
-    names = _secret_names(env)
-    values = tuple(env.get(name) for name in names)  # read fresh every time
-    last = _env_found
-    if env is os.environ and last[0] == names and last[1] == values:
-        return last[2]
-    found = {v for v in values if v is not None and len(v.strip()) >= _MIN_ENV_SECRET}
-    result = sorted(found, key=len, reverse=True)
-    if env is os.environ:
-        _env_found = (names, values, result)
-    return result
+    if type(env) is _Environ:
+        raw = getattr(env, "_data", None)
+        if type(raw) is dict:
+            return _os_environ_secrets(env, raw)
+    return _secret_values(env.get(name) for name in _secret_names(env))
 
 
 _registered: set[str] = set()
@@ -211,7 +225,9 @@ def known_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     """The secret values redacted now: the environment's and the registered ones (longest
     first)."""
     global _union
-    found = environment_secrets(environ)
+    env = os.environ
+    raw = getattr(env, "_data", None) if environ is None and type(env) is _Environ else None
+    found = _os_environ_secrets(env, raw) if type(raw) is dict else environment_secrets(environ)
     registered = _registered_sorted
     if not registered:
         return _current(found)
@@ -356,22 +372,38 @@ def _walk(value: Any, secrets: list[str], depth: int) -> Any:
 
 
 def _walk_mapping(value: Mapping[Any, Any], secrets: list[str], depth: int) -> dict[str, Any]:
-    """A mapping's redacted copy (``_walk``'s for mappings; the leaves of the usual types are
-    handled here, without a call each)."""
+    """A mapping's redacted copy (``_walk``'s for mappings). The leaves of the usual types, the
+    memo of :func:`is_secret_key` and the cache of short redacted strings are read here, without
+    a call each: a trace's mappings are many and small (4 % of an agent run with one call)."""
     out: dict[str, Any] = {}
     hidden = "value" in value and _names_a_secret(value)
     depth += 1
+    cached_for, cache = _cache
+    if secrets is not cached_for:
+        cache = {}
+    memo = _SECRET_KEYS
     for key, item in value.items():
         text = key if type(key) is str else str(key)
-        name = text if len(text) < _SHORTEST else _redact_str(text, secrets)
-        if (is_secret_key(text) or (hidden and key == "value")) and (
+        if len(text) < _SHORTEST:
+            name = text
+        else:
+            found = cache.get(text)
+            name = found if found is not None else _redact_str(text, secrets)
+        secret = memo.get(text)
+        if secret is None:
+            secret = is_secret_key(text)
+        if (secret or (hidden and key == "value")) and (
             item not in (None, "") and not isinstance(item, bool)
         ):
             out[name] = REDACTED
             continue
         kind = type(item)
         if kind is str:
-            out[name] = item if len(item) < _SHORTEST else _redact_str(item, secrets)
+            if len(item) < _SHORTEST:
+                out[name] = item
+            else:
+                done = cache.get(item)
+                out[name] = done if done is not None else _redact_str(item, secrets)
         elif kind in _PLAIN:
             out[name] = item
         else:

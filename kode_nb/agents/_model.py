@@ -128,6 +128,10 @@ async def _call(
     latency = time.perf_counter() - t0
     st.usage = st.usage.with_model_call(response.usage, len(response.tool_calls))
     recovered = response.recovered_text is not None
+    usage = {
+        "input_tokens": response.usage.input_tokens,
+        "output_tokens": response.usage.output_tokens,
+    }
     span.set(
         response={
             "text": response.text,
@@ -141,14 +145,11 @@ async def _call(
                 for c in response.tool_calls
             ],
         },
-        usage={
-            "input_tokens": response.usage.input_tokens,
-            "output_tokens": response.usage.output_tokens,
-        },
+        usage=usage,
         stop_reason=response.stop_reason,
         latency=latency,
+        cost=cost_of(_price(st.model, response), usage),
     )
-    span.set(cost=cost_of(_price(st.model, response), span.attributes["usage"]))
     if recovered:
         span.set(recovered_from_text=response.recovered_text)
         span.event(
