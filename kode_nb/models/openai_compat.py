@@ -41,8 +41,18 @@ Rounds of calls (:meth:`OpenAIChatModel._after_results`): after tool results, a 
 its calls as text or runs under a profile's tool strategy is asked for the answer with no tools
 once ``max_tool_rounds`` rounds of calls were made — after the first by default, which small
 models complete most reliably. With more rounds allowed it is offered the tools again (a run can
-make the next call it needs); a call that repeats one answered above, or whose values appear
-nowhere in the question or the results, is not made and the answer is asked for without tools.
+make the next call it needs); a call that repeats one answered above, whose values appear
+nowhere in the question or the results, or that feeds a tool's results back into it with nothing
+new from the question, is not made and the answer is asked for without tools.
+
+Answers that are neither a call to an offered tool nor an answer (:mod:`._answers`): a call
+named by a tool's schema title is read as a call to that tool; an answer that is nothing but
+calls to tools not offered, or the tools' description, is asked for once more naming the tools;
+an argument copied from its own description in the schema does not fit (asked for again like
+any misfit); after results, an answer that restates the calls without their results is asked
+for once more. On a server that keeps one call per answer, an answer is read no further than
+its first call written as text once another begins (small models write calls until the length
+limit).
 
 Strict function calling: with ``strict`` (default: on for :data:`OPENAI_BASE_URL`, off for other
 servers, which often reject or ignore it; ``OpenAIChatModel(..., strict=...)`` or
@@ -71,6 +81,12 @@ from typing import Any
 import httpx
 
 from kode_nb.errors import ConfigurationError, KodeError, ToolValidationError
+from kode_nb.models._answers import (
+    copied_description,
+    describes_tools,
+    schema_titles,
+    unoffered_calls,
+)
 from kode_nb.models._content import block_text
 from kode_nb.models._http import HttpModel, parse_json
 from kode_nb.models._profiles import ServerProfile, detect_profile, get_profile
@@ -417,7 +433,72 @@ class OpenAIChatModel(HttpModel):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         if request.tools and self._rounds_guarded(request):
             return self._after_results(request)
+        if request.tools and self.text_calls and self._requested_choice(request) != "none":
+            return self._answer_or_call(request)
         return self._stream(request)
+
+    async def _answer_or_call(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """A request offering tools to a model whose calls written as text are read: an answer
+        that is nothing but calls to tools not offered (a name made up, or copied from another
+        conversation), or the tools' description itself, is neither a call nor an answer. The
+        request is sent once more with :func:`_offered_nudge` last (on the wire only), naming
+        the tools there are; that answer stands. Text that starts like plain words streams as
+        it comes; text that starts like JSON or a tag is held until the answer is whole."""
+        held: list[ModelEvent] = []
+        holding = True
+        async for event in self._stream(request):
+            if not holding:
+                yield event
+                continue
+            held.append(event)
+            said = "".join(e.text for e in held if isinstance(e, TextChunk)).lstrip()
+            if said and said[0] not in _CALL_STARTS:
+                holding = False
+                for kept in held:
+                    yield kept
+                held.clear()
+        if not holding:
+            return
+        text = _answer_text(held)
+        said = " ".join(text.split())
+        unknown = unoffered_calls(text, {spec.name for spec in request.tools})
+        if unknown:
+            why = f"called only tools that are not offered ({', '.join(unknown)})"
+        elif describes_tools(said):
+            why = "repeated the tools' description"
+        else:
+            for event in held:
+                yield event
+            return
+        for event in held:
+            if isinstance(event, (UsageInfo, Notice)):
+                yield event
+        yield Notice(
+            text=f"the answer {why} instead of calling a tool or answering; asked once more, "
+            "naming the tools offered"
+        )
+        nudge = _offered_nudge(request, unknown)
+        again = dataclasses.replace(
+            request, messages=(*request.messages, UserMessage(content=nudge))
+        )
+        async for event in self._stream(again):
+            yield event
+
+    def _one_call_kept(self, request: ModelRequest) -> frozenset[str] | None:
+        """For a request whose calls written as text are read, on a server that keeps one call
+        per answer (``parallel_tool_calls`` not on): the names a first call may have (the
+        offered tools and their schema titles); ``None`` otherwise. Small models go on writing
+        calls after the first until the length limit (2,048 tokens, minutes on a CPU); once
+        another call begins after a complete first one, the rest is not read (the connection
+        is closed, so the server stops generating)."""
+        if not (request.tools and self.text_calls) or self._requested_choice(request) == "none":
+            return None
+        parallel = self.parallel_tool_calls
+        if parallel is None or not self.profile.parallel_tool_calls:
+            parallel = self.profile.parallel_by_default
+        if parallel:
+            return None
+        return frozenset({spec.name for spec in request.tools} | set(schema_titles(request.tools)))
 
     def _rounds_guarded(self, request: ModelRequest) -> bool:
         """The request follows successful tool results, to a model that writes its calls as
@@ -459,7 +540,10 @@ class OpenAIChatModel(HttpModel):
             sources = _sources(request.messages)
             repeats = [c for c in calls if _call_key(c.name, c.arguments) in done]
             made_up = [c for c in calls if c not in repeats and not _grounded(c.arguments, sources)]
-            stale = repeats + made_up
+            fed_back = [
+                c for c in calls if c not in repeats + made_up and _fed_back(c, request.messages)
+            ]
+            stale = repeats + made_up + fed_back
             if not stale:
                 for event in first:
                     yield event
@@ -477,6 +561,14 @@ class OpenAIChatModel(HttpModel):
                             "conversation's messages nor in its tool results (made up)"
                         ]
                         if made_up
+                        else []
+                    ),
+                    *(
+                        [
+                            f"{_calls_named(fed_back)} again with nothing new from the question "
+                            "(its values come from the results and the earlier calls: fed back)"
+                        ]
+                        if fed_back
                         else []
                     ),
                 ]
@@ -506,8 +598,7 @@ class OpenAIChatModel(HttpModel):
             if isinstance(event, (UsageInfo, Notice)):
                 yield event
         yield Notice(
-            text=f"the answer repeated {echoed} word for word instead of answering; asked for "
-            "the answer without tools"
+            text=f"the answer {echoed} instead of answering; asked for the answer without tools"
         )
         async for event in self._answer_not_echoed(_nudged(request), once=True):
             yield event
@@ -539,9 +630,7 @@ class OpenAIChatModel(HttpModel):
         for event in first:
             if isinstance(event, UsageInfo):
                 yield event
-        yield Notice(
-            text=f"the answer repeated {echoed} word for word instead of answering; asked once more"
-        )
+        yield Notice(text=f"the answer {echoed} instead of answering; asked once more")
         async for event in self._stream(request):
             yield event
 
@@ -609,6 +698,12 @@ class OpenAIChatModel(HttpModel):
             self.calls_as_text = self.calls_as_text or state.recovered
             if state.recovered:
                 state.finish_reason = "tool_calls"
+            if state.stopped_early:
+                yield Notice(
+                    text="the answer was read no further than its first call written as text: "
+                    f"another call began after it, and {self.profile.title} keeps one call per "
+                    "answer (the server's token counts of this request are unknown)"
+                )
         yield state.usage  # None counts when the server sent none: shown as unknown, never 0
         yield Finish(stop_reason=state.stop_reason())
 
@@ -627,10 +722,18 @@ class OpenAIChatModel(HttpModel):
             ]
         if not self.text_calls or self._requested_choice(request) == "none":
             return []  # off, or asked for no calls: what looks like a call is the answer
-        found = read_text_calls(text, {spec.name for spec in request.tools}, cut=cut)
+        offered_names = {spec.name for spec in request.tools}
+        titles = schema_titles(request.tools)
+        found = read_text_calls(text, offered_names | set(titles), cut=cut)
         if found is None:
             return []
-        calls = found.calls
+        retitled = sorted(
+            {c.name for c in found.calls if c.name not in offered_names and c.name in titles}
+        )
+        calls = [
+            dataclasses.replace(c, name=titles[c.name]) if c.name in retitled else c
+            for c in found.calls
+        ]
         parallel = self.parallel_tool_calls
         if parallel is None or not self.profile.parallel_tool_calls:
             parallel = self.profile.parallel_by_default
@@ -655,6 +758,14 @@ class OpenAIChatModel(HttpModel):
                 else []
             ),
             *([f"{found.repeats} identical repeat(s) dropped"] if found.repeats else []),
+            *(
+                [
+                    "a call named by its tool's schema title read as a call to that tool: "
+                    + ", ".join(f"{t} -> {titles[t]}" for t in retitled)
+                ]
+                if retitled
+                else []
+            ),
             *(
                 [f"{found.malformed} call-shaped object(s) that are no valid call dropped"]
                 if found.malformed
@@ -815,6 +926,7 @@ class OpenAIChatModel(HttpModel):
             provider=self.provider, path="/chat/completions", model=self.model, body=body
         )
         done = False
+        watch = self._one_call_kept(request)
         sse = self._sse(
             "/chat/completions",
             body,
@@ -842,6 +954,12 @@ class OpenAIChatModel(HttpModel):
                 chunk = parse_json(event.data, "stream chunk", self.name)
                 for out in state.feed(chunk, self.name):
                     yield out
+                if watch and not state.calls and (first := _first_of_more(state.text, watch)):
+                    state.text[:] = [first]  # the rest is a call the server would not keep
+                    state.finish_reason = "stop"
+                    state.stopped_early = True
+                    done = True
+                    break
         if state.chunks == 0 and not done:
             outcome.append("empty")
             return
@@ -873,6 +991,9 @@ class _StreamState:
     """The answer text received."""
     recovered: bool = False
     """Tool calls were read from the answer text."""
+    stopped_early: bool = False
+    """The answer was read no further than its first call written as text, another call having
+    begun after it (:meth:`OpenAIChatModel._one_call_kept`)."""
 
     def feed(self, chunk: Any, model: str) -> list[ModelEvent]:
         self.chunks += 1
@@ -1003,6 +1124,9 @@ def _misfit(spec: ToolSpec, arguments: str) -> str | None:
         return "; ".join(issue.render() for issue in exc.issues[:2]) or str(exc)
     except KodeError:  # an unusable schema: nothing to fit to
         return None
+    copied = copied_description(spec, arguments)
+    if copied is not None:
+        return f"the value of {copied!r} is its description in the schema, copied"
     return None
 
 
@@ -1053,21 +1177,107 @@ def _repeats(said: str, earlier: str) -> bool:
 
 
 def _echo(text: str, request: ModelRequest) -> str | None:
-    """What ``text`` repeats word for word (``"the system prompt"``, ``"an earlier user
-    message"``; see :func:`_repeats`), or ``None``: it is an answer of its own."""
+    """How ``text`` is no answer (``"repeated the system prompt word for word"``; see
+    :func:`_repeats`), or ``None``: it is an answer of its own. Besides a repeat of an earlier
+    message or of the tools' description, an answer that is nothing but calls to tools the
+    request does not offer (:func:`~kode_nb.models._answers.unoffered_calls`) is none."""
     said = " ".join(text.split())
     if len(said) < _ECHO_MIN:
         return None
-    if "<tools>" in said or ('"type": "function"' in said and '"parameters"' in said):
-        return "the tools' description"
+    unknown = unoffered_calls(text, {spec.name for spec in request.tools})
+    if unknown:
+        return f"called only tools that are not offered ({', '.join(unknown)})"
+    if describes_tools(said):
+        return "repeated the tools' description word for word"
     if _repeats(said, request.system):
-        return "the system prompt"
+        return "repeated the system prompt word for word"
     if _repeats(said, ANSWER_NUDGE):
-        return "the request for the answer"
+        return "repeated the request for the answer word for word"
     for message in request.messages:
         if isinstance(message, UserMessage) and _repeats(said, message.content):
-            return "an earlier user message"
+            return "repeated an earlier user message word for word"
+    left_out = _left_out(said, request.messages)
+    if left_out:
+        return f"restated the calls without their results (none of {left_out})"
     return None
+
+
+_NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
+
+
+def _numbers(text: str) -> set[str]:
+    return set(_NUMBER.findall(_THOUSANDS.sub("", text)))
+
+
+def _left_out(said: str, messages: tuple[Any, ...]) -> str | None:
+    """The numbers the current question's tool results found (held by no user message),
+    when ``said`` states every number the calls were made with and none of those: it
+    restates the calls without their outcome ("To find the sum of 48213 and 91877, I added
+    them together."). ``None`` otherwise: an answer that names something else (a path, a
+    choice) or states a result stands."""
+    if messages and isinstance(messages[-1], UserMessage) and messages[-1].content == ANSWER_NUDGE:
+        messages = messages[:-1]  # the closing request (:func:`_nudged`) asks; it is no question
+    recent = _since_user(messages)
+    ok = {m.call_id for m in recent if isinstance(m, ToolResultMessage) and not m.is_error}
+    given = {
+        n
+        for m in recent
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls
+        if c.id in ok
+        for n in _numbers(c.arguments)
+    }
+    results = " ".join(
+        block_text(b)
+        for m in recent
+        if isinstance(m, ToolResultMessage) and m.call_id in ok
+        for b in m.content
+    )
+    asked = _numbers(" ".join(m.content for m in messages if isinstance(m, UserMessage)))
+    found = _numbers(results) - asked - given
+    stated = _numbers(said)
+    if not found or not given or stated & found or not given <= stated:
+        return None
+    return ", ".join(sorted(found)[:3])
+
+
+_FIRST_CALL_OPENERS = re.compile(r"\s*(?:```[\w-]*\s*|<tool_call>\s*)?")
+_NEXT_CALL = re.compile(r"(?:\s|```|</?tool_call>|[,;])*[{<]")
+_decoder = json.JSONDecoder()
+
+
+def _first_of_more(parts: list[str], names: frozenset[str]) -> str | None:
+    """The text of ``parts`` up to the end of its first call (a JSON object naming a tool in
+    ``names``, bare, fenced or tagged), when another call (or tag) has begun after it; else
+    ``None`` (keep reading)."""
+    text = "".join(parts)
+    opened = _FIRST_CALL_OPENERS.match(text)
+    start = opened.end() if opened else 0
+    if not text.startswith("{", start):
+        return None
+    try:
+        value, end = _decoder.raw_decode(text, start)
+    except ValueError:
+        return None
+    name = value.get("name") if isinstance(value, dict) else None
+    if not isinstance(name, str) or name not in names or not _NEXT_CALL.match(text, end):
+        return None
+    return text[:end]
+
+
+_CALL_STARTS = "{[`<"
+"""How an answer that may be calls or the tools' description starts (JSON, a fence, a tag)."""
+
+
+def _offered_nudge(request: ModelRequest, unknown: list[str]) -> str:
+    """Sent (on the wire only) after an answer that was no call to an offered tool and no
+    answer (:meth:`OpenAIChatModel._answer_or_call`): the tools there are, by name."""
+    named = ", ".join(spec.name for spec in request.tools)
+    missing = f"There is no tool called {', '.join(unknown)}. " if unknown else ""
+    return (
+        f"{missing}The tools you can call are: {named}. Call one of them by its name with the "
+        "values from my question, or answer my question in plain words."
+    )
 
 
 def _answered(messages: tuple[Any, ...]) -> bool:
@@ -1156,6 +1366,43 @@ def _grounded(arguments: str, sources: str) -> bool:
         elif isinstance(leaf, str) and leaf.strip() and leaf.strip().lower() not in sources:
             return False
     return True
+
+
+def _fed_back(call: ToolCallPart, messages: tuple[Any, ...]) -> bool:
+    """``call`` is to a tool already called for the current question, and brings no value from
+    the user's messages that an earlier call did not use: its values are results fed back into
+    a tool (``calculator("140090")`` after the calculator answered 140090; ``add(84245, 12836)``
+    after ``add(71409, 12836)`` gave 84245 for "71409 + 12836"). A next step the question asks
+    for brings a value of its own ("then add 1234"); one that takes all its values from another
+    tool's result (a name looked up, then its extension) is to another tool."""
+    recent = _since_user(messages)
+    earlier = [c for m in recent if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    if not any(c.name == call.name for c in earlier):
+        return False
+    try:
+        parsed = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        return False
+    used: set[str] = set()
+    for c in earlier:
+        try:
+            used.update(_leaf_key(v) for v in _leaves(json.loads(c.arguments or "{}")))
+        except ValueError:
+            continue
+    asked = _sources(tuple(m for m in messages if isinstance(m, UserMessage)))
+    for leaf in _leaves(parsed):
+        if leaf is None or isinstance(leaf, bool) or _leaf_key(leaf) in used:
+            continue
+        if _grounded(json.dumps({"v": leaf}), asked):
+            return False  # a value of the question's own, not used before
+    return True
+
+
+def _leaf_key(value: Any) -> str:
+    """A value as compared between calls (``3`` and ``3.0`` alike, strings case aside)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip().lower()
 
 
 def _answered_calls(messages: tuple[Any, ...]) -> set[tuple[str, str]]:

@@ -319,3 +319,56 @@ def test_a_model_object_takes_no_options() -> None:
 
 def test_the_script_payloads_are_json() -> None:  # the recorded form the server answers with
     assert json.loads(ADD_CALL)["name"] == "add"
+
+
+async def test_the_sdk_subagent_case_as_recorded_completes() -> None:
+    """The SDK's subagent case (``agent.as_tool``) as Qwen2.5-Coder-0.5B answered it on
+    llama-server (benchmarks/local_models.py, docs/model-servers.md): the helper called ``add``
+    by its schema's title, ``add_args`` (the SDK titles a function tool's parameters so), and
+    the calling agent then fed the helper's sum back into it with a made-up weather call beside.
+    Before, the helper's answer was that text and ``add`` never ran."""
+    from agents import Agent, Runner, function_tool
+
+    from kode_nb.interop import openai_agents_model
+
+    ran: list[tuple[int, int]] = []
+
+    def add(a: int, b: int) -> str:
+        """Add two integers exactly.
+
+        Args:
+            a: The first integer.
+            b: The second integer.
+        """
+        ran.append((a, b))
+        return f"{a} + {b} = {a + b}"
+
+    def get_weather(city: str) -> str:
+        """Get the current weather in a city.
+
+        Args:
+            city: The city name, e.g. Paris.
+        """
+        return "foggy"
+
+    script = [
+        '```json\n{"name": "calculator", "arguments": {"input": "48213 + 91877"}}\n```',
+        '```json\n{"name": "add_args", "arguments": {"a": 48213, "b": 91877}}\n```',
+        ADD_CALL,  # the helper repeats its call: the answer is asked for
+        "The sum of 48213 and 91877 is 140090.",
+        '{"name": "calculator", "arguments": {"input": "140090"}}\n'
+        '{"name": "get_weather", "arguments": {"city": "London"}}',
+        "The sum of 48213 and 91877 is 140090.",
+    ]
+    with llama_server(script) as fake:
+        llm = openai_agents_model(model_string(fake), max_tool_rounds=4)
+        helper = Agent(name="calculator", instructions="Use the add tool, then state the sum.",
+                       model=llm, tools=[function_tool(add)])  # fmt: skip
+        tool = helper.as_tool(tool_name="calculator", tool_description="Answers arithmetic.")
+        agent = Agent(name="main", model=llm, tools=[tool, function_tool(get_weather)])
+        result = await Runner.run(agent, "What is 48213 + 91877? Use the calculator tool.")
+    assert ran == [(48213, 91877)]
+    assert result.final_output == "The sum of 48213 and 91877 is 140090."
+    assert fake.requests[1]["tools"][0]["function"]["parameters"]["title"] == "add_args"
+    assert "tools" not in fake.requests[5]  # the fed-back call not made: the answer asked for
+    assert len(fake.requests) == 6

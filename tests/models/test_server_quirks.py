@@ -130,8 +130,9 @@ async def test_several_fenced_calls_become_several_calls() -> None:
 async def test_an_answer_cut_at_the_length_limit_keeps_its_distinct_complete_calls() -> None:
     call = '{"name": "add", "arguments": {"a": 48213, "b": 91877}}\n'
     server = MockServer(text_stream(*[call] * 6, '{"name": "add", "argu', finish="length"))
-    async with server.client() as client:
-        response = await collect(model(client, profile="llama-server").stream(request()))
+    async with server.client() as client:  # every call kept: the whole answer is read
+        m = model(client, profile="llama-server", parallel_tool_calls=True)
+        response = await collect(m.stream(request()))
     assert response.text == ""
     assert response.stop_reason == "tool_calls"
     [recovered] = response.tool_calls
@@ -170,12 +171,14 @@ async def test_text_that_mentions_a_tool_stays_text() -> None:
 
 
 async def test_a_call_to_a_tool_not_offered_stays_text() -> None:
+    """Never made; asked once more naming the tools offered, and the second answer stands."""
     answer = '{"name": "rm_rf", "arguments": {"path": "/"}}'
-    server = MockServer(text_stream(answer))
+    server = MockServer(text_stream(answer), text_stream(answer))
     async with server.client() as client:
         response = await collect(model(client).stream(request()))
     assert response.text == answer
     assert response.tool_calls == ()
+    assert "There is no tool called rm_rf." in server.body(1)["messages"][-1]["content"]
 
 
 async def test_text_calls_false_turns_recovery_off() -> None:
