@@ -482,6 +482,29 @@ def test_lookup_and_stats_by_key_or_by_name_agree() -> None:
     assert "fetch_page" not in reg.stats()
 
 
+async def test_the_counter_a_plan_keeps_follows_resets_and_replacements() -> None:
+    async def ping() -> str:
+        """Pings."""
+        return "pong"
+
+    reg = ToolRegistry()
+    define_tool(ping, registry=reg)
+    ex = Executor(reg)
+    for _ in range(3):
+        await ex.call("ping", "{}")
+    assert reg.stats("ping").calls == 3
+    reg.reset_stats()
+    await ex.call("ping", "{}")
+    assert reg.stats("ping").calls == 1  # counted in the new counter, not the dropped one
+    define_tool(ping, registry=reg, replace=True)
+    await ex.call("ping", "{}")
+    assert reg.stats("ping").calls == 2
+    reg.unregister("ping")
+    define_tool(ping, registry=reg)
+    await ex.call("ping", "{}")
+    assert reg.stats("ping").calls == 1
+
+
 def test_stats_recorded_from_many_threads_are_exact() -> None:
     def job() -> None: ...
 
