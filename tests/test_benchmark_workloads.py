@@ -87,3 +87,30 @@ def test_the_compare_worker_imports_its_own_tree_and_times_each_workload(
             assert side.batch(op) > 0
     finally:
         side.close()
+
+
+def test_the_long_runs_benchmark_runs_both_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``benchmarks/long_runs.py``: both estimates give the run's answer, and the same estimate."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("long_runs", BENCHMARKS / "long_runs.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "long_runs", module)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "TURNS", (3,))
+    report = asyncio.run(module.main(2))
+    assert "µs/turn" in report
+
+    async def estimates(plain: bool) -> list[int]:
+        agent, model = module._agent(3)
+        model.reset()
+        if plain:
+            with module._plain():
+                result = await agent.run("go")
+        else:
+            result = await agent.run("go")
+        calls = result.trace.root.find("model_call")
+        return [s.attributes["request_tokens_estimate"] for s in calls]
+
+    assert asyncio.run(estimates(False)) == asyncio.run(estimates(True))

@@ -9,6 +9,7 @@ missing API key) and cancellation propagate.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
@@ -21,6 +22,7 @@ from kode_nb.models._cost import (
     catalog_price,
     cost_of,
     estimate_tokens,
+    json_chars,
     own_price,
 )
 from kode_nb.models.base import (
@@ -177,13 +179,13 @@ async def _call(
 def _neutral(st: RunState, request: ModelRequest) -> dict[str, Any]:
     """The provider-neutral request (what an offline model receives) as span attributes; the
     messages and tool schemas are the run's redacted forms (:mod:`._request_parts`)."""
-    messages = st.parts.messages(request.messages)
-    tools = st.parts.tools(request.tools)
-    settings = request.settings.describe()
-    body = {"system": request.system, "messages": messages, "tools": tools, "settings": settings}
-    plain = {**body, "messages": [m.value for m in messages], "tools": [t.value for t in tools]}
+    messages, tools, listed = st.parts.listed(request)
+    rest = {"system": request.system, "settings": request.settings.describe()}
+    body = {"system": rest["system"], "messages": messages, "tools": tools, **rest}
+    # the compact JSON text of body: rest's, with the two lists and their keys and commas
+    chars = json_chars(rest) + listed + len('"messages":,"tools":,')
     wire = {"provider": "neutral", "path": None, "model": st.model.name, "body": body}
-    return {"request": wire, "request_tokens_estimate": estimate_tokens(plain)}
+    return {"request": wire, "request_tokens_estimate": math.ceil(chars / 4)}
 
 
 def _price(model: Model, response: ModelResponse) -> Price | None:
