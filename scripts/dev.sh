@@ -331,6 +331,11 @@ cmd_test() {
     # regression); each case's count is printed after pytest
     export KODE_NB_LIVE_MIN_OK="${KODE_NB_LIVE_MIN_OK:-3}"
     export KODE_NB_LIVE_REPORT="$scratch/live-report.jsonl"
+    # kode_nb's model in pydantic-ai, the Agents SDK and LangChain's own loop (LangGraph is no
+    # dev dependency), tests/interop/test_interop_live_models.py: 2 of 3 tries a case, 150 s a
+    # try at most, a case's tries stopping once it has passed or cannot pass (172 s, load 2)
+    export KODE_NB_LIVE_FRAMEWORKS=1 KODE_NB_LIVE_FRAMEWORK_TRIES=3
+    export KODE_NB_LIVE_FRAMEWORK_TRY_SECONDS=150 KODE_NB_LIVE_FRAMEWORK_GATE=1
     step llama-server start_live_server
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider "$@"
     stop_live_server
