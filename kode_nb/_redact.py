@@ -372,38 +372,22 @@ def _walk(value: Any, secrets: list[str], depth: int) -> Any:
 
 
 def _walk_mapping(value: Mapping[Any, Any], secrets: list[str], depth: int) -> dict[str, Any]:
-    """A mapping's redacted copy (``_walk``'s for mappings). The leaves of the usual types, the
-    memo of :func:`is_secret_key` and the cache of short redacted strings are read here, without
-    a call each: a trace's mappings are many and small (4 % of an agent run with one call)."""
+    """A mapping's redacted copy (``_walk``'s for mappings; the leaves of the usual types are
+    handled here, without a call each)."""
     out: dict[str, Any] = {}
     hidden = "value" in value and _names_a_secret(value)
     depth += 1
-    cached_for, cache = _cache
-    if secrets is not cached_for:
-        cache = {}
-    memo = _SECRET_KEYS
     for key, item in value.items():
         text = key if type(key) is str else str(key)
-        if len(text) < _SHORTEST:
-            name = text
-        else:
-            found = cache.get(text)
-            name = found if found is not None else _redact_str(text, secrets)
-        secret = memo.get(text)
-        if secret is None:
-            secret = is_secret_key(text)
-        if (secret or (hidden and key == "value")) and (
+        name = text if len(text) < _SHORTEST else _redact_str(text, secrets)
+        if (is_secret_key(text) or (hidden and key == "value")) and (
             item not in (None, "") and not isinstance(item, bool)
         ):
             out[name] = REDACTED
             continue
         kind = type(item)
         if kind is str:
-            if len(item) < _SHORTEST:
-                out[name] = item
-            else:
-                done = cache.get(item)
-                out[name] = done if done is not None else _redact_str(item, secrets)
+            out[name] = item if len(item) < _SHORTEST else _redact_str(item, secrets)
         elif kind in _PLAIN:
             out[name] = item
         else:

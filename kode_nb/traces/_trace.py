@@ -87,8 +87,6 @@ OpenTelemetry (:meth:`Trace.to_otel`): one dict per span with ``trace_id``, ``sp
 from __future__ import annotations
 
 import json
-import os
-import random
 import secrets
 import time
 from collections.abc import Iterator, Mapping
@@ -111,18 +109,8 @@ SpanKind: TypeAlias = Literal["run", "turn", "model_call", "tool_call"]
 _MAX_EVENTS = 100
 
 
-_ids = random.Random(secrets.randbits(128))  # ids, not secrets: see new_span_id
-_span_bits = _ids.getrandbits
-if hasattr(os, "register_at_fork"):  # a forked worker draws ids of its own
-    os.register_at_fork(after_in_child=lambda: _ids.seed(secrets.randbits(128)))
-
-
 def new_span_id() -> str:
-    """16 random hex digits (64 bits), never all zeros, as OpenTelemetry's span ids: drawn from
-    a generator seeded by the OS, as its SDK's are (an id names a span; it guards nothing).
-    Reading the OS's randomness for each cost an agent run with one tool call 3 % of its time
-    (benchmarks/micro_opts.py, "span-ids")."""
-    return f"{_span_bits(64) or 1:016x}"
+    return secrets.token_hex(8)
 
 
 def new_trace_id() -> str:
