@@ -769,6 +769,9 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=5)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "local_models.txt"))
     parser.add_argument("--append", action="store_true", help="append to --out, not replace it")
+    parser.add_argument(
+        "--server", default="llama-server", help="the server's name, for the report"
+    )
     args = parser.parse_args()
     if not args.url:
         parser.error("--url (or KODE_NB_LIVE_URL) is required")
@@ -780,7 +783,7 @@ def main() -> None:
     def write(results: dict[tuple[str, str], Tally], final: bool = False) -> str:
         load = os.getloadavg()
         header = [
-            f"Local models race: {model} on {args.url} (llama-server), {args.tries} tries a case"
+            f"Local models race: {model} on {args.url} ({args.server}), {args.tries} tries a case"
             + ("" if final else " (stopped early: the cases run so far)"),
             f"Python {platform.python_version()}, {os.cpu_count()} cores; load average before "
             f"{load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, at the end "
