@@ -10,7 +10,9 @@ several one after the other. :func:`parse_text_calls` reads every form met on re
   (the Llama 3 JSON form); ``arguments`` may be an object or a string holding one;
 - ``<tool_call>…</tool_call>`` blocks (Qwen, Hermes), ``<function_call>`` ones, and a leading
   ``<|python_tag|>`` (Llama 3);
-- ``[TOOL_CALLS]`` followed by a JSON list (Mistral) or by ``name[ARGS]{...}`` pieces.
+- ``[TOOL_CALLS]`` followed by a JSON list (Mistral) or by ``name[ARGS]{...}`` pieces;
+- ``functions.NAME:`` followed by the arguments object (llama-cpp-python's
+  ``chatml-function-calling`` syntax, which a model writes into its answer, HTML-escaped too).
 
 Text is read as calls only when it is *nothing but* calls with an object for arguments, at
 least one of them to a tool in ``names`` (when given): an answer that mentions a tool, quotes a
@@ -64,6 +66,9 @@ _PYTHON_TAG = "<|python_tag|>"
 _MISTRAL = "[TOOL_CALLS]"
 _MISTRAL_ARGS = re.compile(r"\s*([A-Za-z_][\w.-]*)\[ARGS\]")
 _SEPARATORS = " \t\r\n,;"
+_FUNCTIONS_ARGS = re.compile(r"functions\.([A-Za-z_][\w.-]*)[ \t]*:[ \t]*\n?")
+"""``functions.NAME:`` then the arguments object: the call syntax of llama-cpp-python's
+``chatml-function-calling`` template, which a model copies into its answer."""
 _TAIL_OPENER = re.compile(r"`{1,3}[\w-]*|</?[A-Za-z_]*")
 """What an answer cut at the length limit may end with after its calls besides a JSON fragment:
 the start of a fence or of a tag."""
@@ -129,6 +134,9 @@ def _read(text: str, names: Collection[str] | None, *, cut: bool) -> TextCalls |
         calls = _mistral_args(body)
         if calls is not None:
             return _checked(calls, names)
+    if body.startswith("functions."):
+        calls = _functions_args(body)
+        return None if calls is None else _checked(calls, names)
     body = _FENCE_LINE.sub(" ", _TAG.sub(" ", body))
     read = _json_values(body, cut=cut)
     if read is None:
@@ -287,6 +295,28 @@ def _mistral_args(body: str) -> list[TextCall] | None:
         if i >= n:
             return calls or None
         match = _MISTRAL_ARGS.match(body, i)
+        if match is None:
+            return None
+        try:
+            arguments, i = _decoder.raw_decode(body, match.end())
+        except ValueError:
+            return None
+        if not isinstance(arguments, dict):
+            return None
+        calls.append(TextCall(match.group(1), json.dumps(arguments, ensure_ascii=False)))
+
+
+def _functions_args(body: str) -> list[TextCall] | None:
+    """``functions.NAME:`` pieces each followed by its arguments object, or ``None`` when ``body``
+    is not nothing but those."""
+    calls: list[TextCall] = []
+    i, n = 0, len(body)
+    while True:
+        while i < n and body[i] in _SEPARATORS:
+            i += 1
+        if i >= n:
+            return calls or None
+        match = _FUNCTIONS_ARGS.match(body, i)
         if match is None:
             return None
         try:

@@ -252,3 +252,42 @@ def test_escaped_text_that_is_no_call_stays_text() -> None:
     plain = read_text_calls('{"name": "add", "arguments": {"a": 48213, "b": 91877}}', TOOLS)
     assert plain is not None
     assert not plain.unescaped
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "unescaped"),
+    [
+        # llama-cpp-python 0.3.36, chatml-function-calling, Qwen2.5-Coder-0.5B: answers recorded
+        # after tool results (benchmarks/results/local_models_llama_cpp_python.txt)
+        ("functions.get_weather:\n{&#34;city&#34;: &#34;Paris&#34;}", [PARIS], True),
+        ("functions.get_weather:\n{&#34;city&#34;:&#34;Paris&#34;}", [PARIS], True),
+        ('functions.add:\n{"a": 48213, "b": 91877}', [ADD], False),
+        (
+            'functions.add: {"a": 48213, "b": 91877}\nfunctions.get_weather:\n{"city": "Paris"}',
+            [ADD, PARIS],
+            False,
+        ),
+    ],
+)
+def test_llama_cpp_pythons_call_syntax_is_read(
+    text: str, expected: list[tuple[str, dict[str, object]]], unescaped: bool
+) -> None:
+    found = read_text_calls(text, TOOLS)
+    assert found is not None
+    assert [(c.name, json.loads(c.arguments)) for c in found.calls] == expected
+    assert found.unescaped is unescaped
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "functions.get_weather:\n{&#34;city&#34;: 'Paris'}",  # not JSON, escaped or not
+        "functions.result:\n{ &amp;#34;result&amp;#34;: 150090 }",  # escaped twice
+        'The answer: functions.add:\n{"a": 1, "b": 2}',  # text before it
+        'functions.add:\n{"a": 1, "b": 2} and that is all',  # text after it
+        "functions.add:\n[1, 2]",  # no arguments object
+        'functions.lookup:\n{"name": "x"}',  # a tool not offered
+    ],
+)
+def test_anything_else_in_that_syntax_stays_text(text: str) -> None:
+    assert read_text_calls(text, TOOLS) is None
