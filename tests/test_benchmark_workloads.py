@@ -16,16 +16,21 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-@pytest.fixture
-def micro_opts(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))  # it imports its neighbour _funcs
-    spec = importlib.util.spec_from_file_location("micro_opts", BENCHMARKS / "micro_opts.py")
+def _benchmark(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """``benchmarks/<name>.py`` imported as a module (with its neighbours importable)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # they import their neighbours (_funcs, ...)
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "micro_opts", module)
+    monkeypatch.setitem(sys.modules, name, module)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def micro_opts(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    return _benchmark("micro_opts", monkeypatch)
 
 
 def test_every_micro_opts_workload_completes(micro_opts: ModuleType) -> None:
@@ -91,13 +96,7 @@ def test_the_compare_worker_imports_its_own_tree_and_times_each_workload(
 
 def test_the_long_runs_benchmark_runs_both_forms(monkeypatch: pytest.MonkeyPatch) -> None:
     """``benchmarks/long_runs.py``: both estimates give the run's answer, and the same estimate."""
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("long_runs", BENCHMARKS / "long_runs.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "long_runs", module)
-    spec.loader.exec_module(module)
+    module = _benchmark("long_runs", monkeypatch)
     monkeypatch.setattr(module, "TURNS", (3,))
     report = asyncio.run(module.main(2))
     assert "µs/turn" in report

@@ -131,11 +131,11 @@ def _read(text: str, names: Collection[str] | None, *, cut: bool) -> TextCalls |
         if head.strip():
             return None
         body = rest.replace(_MISTRAL, " ")
-        calls = _mistral_args(body)
+        calls = _headed_calls(body, _MISTRAL_ARGS)
         if calls is not None:
             return _checked(calls, names)
     if body.startswith("functions."):
-        calls = _functions_args(body)
+        calls = _headed_calls(body, _FUNCTIONS_ARGS)
         return None if calls is None else _checked(calls, names)
     body = _FENCE_LINE.sub(" ", _TAG.sub(" ", body))
     read = _json_values(body, cut=cut)
@@ -285,8 +285,10 @@ def _call(item: Any) -> TextCall | None:
     return TextCall(name=name.strip(), arguments=json.dumps(arguments, ensure_ascii=False))
 
 
-def _mistral_args(body: str) -> list[TextCall] | None:
-    """``name[ARGS]{...}`` pieces (the newer Mistral form), or ``None`` when not that form."""
+def _headed_calls(body: str, head: re.Pattern[str]) -> list[TextCall] | None:
+    """Pieces of ``head`` (its group 1 the tool's name) each followed by the arguments object:
+    the newer Mistral form ``name[ARGS]{...}``, llama-cpp-python's ``functions.NAME: {...}``; or
+    ``None`` when ``body`` is not nothing but those."""
     calls: list[TextCall] = []
     i, n = 0, len(body)
     while True:
@@ -294,29 +296,7 @@ def _mistral_args(body: str) -> list[TextCall] | None:
             i += 1
         if i >= n:
             return calls or None
-        match = _MISTRAL_ARGS.match(body, i)
-        if match is None:
-            return None
-        try:
-            arguments, i = _decoder.raw_decode(body, match.end())
-        except ValueError:
-            return None
-        if not isinstance(arguments, dict):
-            return None
-        calls.append(TextCall(match.group(1), json.dumps(arguments, ensure_ascii=False)))
-
-
-def _functions_args(body: str) -> list[TextCall] | None:
-    """``functions.NAME:`` pieces each followed by its arguments object, or ``None`` when ``body``
-    is not nothing but those."""
-    calls: list[TextCall] = []
-    i, n = 0, len(body)
-    while True:
-        while i < n and body[i] in _SEPARATORS:
-            i += 1
-        if i >= n:
-            return calls or None
-        match = _FUNCTIONS_ARGS.match(body, i)
+        match = head.match(body, i)
         if match is None:
             return None
         try:
