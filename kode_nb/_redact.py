@@ -413,10 +413,25 @@ def redact_stream(text: str, *, final: bool = False) -> tuple[str, str]:
     """``(shown, held)`` for streamed ``text``: ``shown`` is redacted and safe to send now;
     ``held`` is a tail that may be the start of a known secret, to be prepended to the next
     chunk (or, with ``final``, nothing is held). A secret split across chunks is so never
-    shown in parts."""
-    if final or not text:
-        return redact_text(text), ""
-    secrets = known_secrets()
+    shown in parts.
+
+    The whole text is redacted first and the tail is looked for in what that left: a secret
+    that is all there is replaced, even when its own last characters could also begin a secret
+    (``"A...A"`` ends with the start of itself), so no cut ever falls inside a whole secret."""
+    if not text:
+        return "", ""
+    shown = redact_text(text)
+    if final:
+        return shown, ""
+    hold = _secret_start_at_end(shown, known_secrets())
+    if hold == 0:
+        return shown, ""
+    return shown[: len(shown) - hold], shown[len(shown) - hold :]
+
+
+def _secret_start_at_end(text: str, secrets: list[str]) -> int:
+    """The length of the longest tail of ``text`` that is a proper start of one of
+    ``secrets`` (0: none)."""
     hold = 0
     for secret in secrets:
         first = secret[0]
@@ -430,9 +445,7 @@ def redact_stream(text: str, *, final: bool = False) -> tuple[str, str]:
                 hold = k
                 break
             i = text.find(first, i + 1)
-    if hold == 0:
-        return redact_text(text), ""
-    return redact_text(text[: len(text) - hold]), text[len(text) - hold :]
+    return hold
 
 
 class RedactingStream:

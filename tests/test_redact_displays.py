@@ -4,19 +4,24 @@ never reach a display: notebook renderings, streamed text, magic error messages.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import secrets
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from kode_nb._redact import (
     REDACTED,
+    RedactingStream,
     known_secrets,
     redact,
     redact_stream,
     redact_text,
     register_secret,
+    unregister_secret,
 )
 from kode_nb.policy import ApprovalRequest
 from kode_nb.types import TextBlock, ToolResult
@@ -88,6 +93,69 @@ def test_streamed_text_holds_back_a_possible_start_of_a_secret() -> None:
     shown, held = redact_stream(held + value[5:] + " ok")
     assert (shown, held) == (f"{REDACTED} ok", "")
     assert redact_stream("tail " + value[:3], final=True) == ("tail " + value[:3], "")
+
+
+def test_a_whole_secret_that_ends_with_its_own_start_is_redacted() -> None:
+    """A token such as ``A...A`` ends with a character that begins it: what is held back for
+    the next chunk must never be cut out of a whole secret, or both halves go out as they are
+    (a printed MCP token once did)."""
+    value = "A" + secrets.token_hex(12) + "A"
+    register_secret(value)
+    try:
+        assert redact_stream(value) == (REDACTED, "")
+        assert redact_stream("x " + value + " y " + value[:4]) == (f"x {REDACTED} y ", value[:4])
+        out: list[str] = []
+
+        class Sink:
+            def write(self, text: str) -> int:
+                out.append(text)
+                return len(text)
+
+            def flush(self) -> None:
+                pass
+
+        stream = RedactingStream(Sink())
+        print(value, file=stream)  # what print(srv.token) does: the value, then "\n"
+        stream.flush()
+        assert "".join(out) == f"{REDACTED}\n"
+    finally:
+        unregister_secret(value)
+
+
+_PIECES = st.text(alphabet="AB-", max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    secret_list=st.lists(st.text(alphabet="AB", min_size=8, max_size=12), min_size=1, max_size=3),
+    parts=st.lists(st.one_of(_PIECES, st.integers(0, 2)), max_size=8),
+    cuts=st.lists(st.integers(0, 200), max_size=6),
+)
+def test_no_chunking_of_a_stream_shows_a_secret(
+    secret_list: list[str], parts: list[str | int], cuts: list[int]
+) -> None:
+    """Secrets made of two letters overlap themselves and each other in every way; whatever
+    the text and wherever it is cut into chunks, the chunks shown never hold a secret, and
+    nothing but secrets is lost."""
+    for value in secret_list:
+        register_secret(value)
+    try:
+        text = "".join(
+            p if isinstance(p, str) else secret_list[p % len(secret_list)] for p in parts
+        )
+        bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+        shown, held = [], ""
+        for a, b in itertools.pairwise(bounds):
+            piece, held = redact_stream(held + text[a:b])
+            shown.append(piece)
+        shown.append(redact_stream(held, final=True)[0])
+        out = "".join(shown)
+        for value in secret_list:
+            assert value not in out.replace(REDACTED, "|")
+        assert out.count("-") == text.count("-")  # no secret has one: all of them are shown
+    finally:
+        for value in secret_list:
+            unregister_secret(value)
 
 
 @pytest.mark.anyio
