@@ -42,11 +42,11 @@ pay) is patched back in as A, from the copy kept here, so its row can still be r
   draws them); plain = 8 bytes read from the OS for each (``secrets.token_hex(8)`` in
   ``kode_nb/traces/_trace.py``). It did not pay and was not kept: A patches the generator in.
 
-* ``stats-inbox``: the registry recorded a finished call without its lock: the duration went to
-  a per-tool ``deque`` inbox (``append`` is atomic), folded into the counts under the lock when
-  256 had gathered or when stats were read; plain = take the registry's lock and count the
-  call at once (``kode_nb/tools/_stats.py`` now). It did not pay and was removed: A patches the
-  copy kept here back in (``_InboxCounter``).
+* ``stats-inbox``: a finished call is recorded without the registry's lock: the duration goes
+  to its tool's ``deque`` inbox (``append`` is atomic), settled into the counts under the lock
+  every ``SETTLE_AT`` (256) calls and when stats are read (``kode_nb/tools/_stats.py``); plain =
+  ``SETTLE_AT`` 1, every call settled under the lock as it finishes. (An earlier form, measured
+  through ``record_call`` rather than the executor's own path, did not pay; this one does.)
 
 Workloads: one validated call ``await executor.call(name, '{"a": 1, "b": 2}')`` (target 1) of an
 async and of a sync (worker thread) ``add``; whole agent runs on a ``ScriptedModel`` with 1 and
@@ -82,7 +82,6 @@ import statistics
 import sys
 import textwrap
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -96,10 +95,9 @@ from kode_nb import Agent, Executor, ToolRegistry, _redact, define_tool
 from kode_nb import types as _types
 from kode_nb.execution import _control, _executor, _pipeline, _results
 from kode_nb.models import ScriptedModel, call
-from kode_nb.tools import _registry, _schema
-from kode_nb.tools._stats import STATS_WINDOW
+from kode_nb.tools import _schema
 from kode_nb.traces import _trace
-from kode_nb.types import JsonBlock, TextBlock, ToolResult, normalize_name
+from kode_nb.types import JsonBlock, TextBlock, ToolResult
 
 Op = Callable[[], Awaitable[Any]]
 
@@ -199,7 +197,7 @@ _PLAIN_RUN = {
     "if kind is str:  # convert_value's first cases, without its call": "if False:",
     "if kind is int or kind is dict or kind is float or kind is bool:": "if False:",
     "elif taken == 1 and not limits[0].waiters:": "elif False:",
-    "deadline = deadlines.clock() + timeout": "deadline = st.loop.time() + timeout",
+    "now = deadlines.clock()": "now = st.loop.time()",
 }
 """``CallSteps.run``'s inline first cases, each made dead code (``if False:``: CPython drops the
 branch at compile time) or its plain form."""
@@ -212,7 +210,7 @@ def _plain_text_property(self: ToolResult) -> str:
 def _inline_steps_plain() -> list[tuple[Any, dict[str, Any]]]:
     finish = _recompiled(
         _pipeline.CallSteps.finish, _pipeline,
-        {"if counted is not None:  # what record_call does, without looking the counter up":
+        {"if counted is not None:  # what record_call does, without looking it up or a lock":
          "if False:"},
     )  # fmt: skip
     return [
@@ -272,57 +270,6 @@ def _inline_walk_mapping(value: Any, secrets: list[str], depth: int) -> dict[str
         else:
             out[name] = _redact._walk(item, secrets, depth)
     return out
-
-
-class _InboxCounter:
-    """The lock-free counter: calls wait in an inbox until settled under the registry's lock."""
-
-    __slots__ = ("calls", "denials", "failures", "inbox", "total", "window")
-
-    def __init__(self) -> None:
-        self.calls = self.failures = self.denials = 0
-        self.total = 0.0
-        self.window: deque[float] = deque(maxlen=STATS_WINDOW)
-        self.inbox: deque[tuple[float, bool, bool]] = deque()
-
-    def add(self, duration: float, failed: bool, denied: bool = False) -> bool:
-        inbox = self.inbox
-        inbox.append((duration, failed, denied))
-        return len(inbox) >= 256
-
-    def settle(self) -> None:
-        inbox = self.inbox
-        while inbox:
-            duration, failed, denied = inbox.popleft()
-            self.calls += 1
-            if denied:
-                self.denials += 1
-                continue
-            self.total += duration
-            self.window.append(duration)
-            if failed:
-                self.failures += 1
-
-
-def _inbox_record_call(
-    self: Any, name: str, duration: float, failed: bool = False, *, denied: bool = False
-) -> None:
-    counter = self._stats.get(name)
-    if counter is None:
-        with self._lock:
-            key = normalize_name(name)
-            counter = self._stats.get(key)
-            if counter is None:
-                if key not in self._tools:
-                    return
-                counter = self._stats[key] = _InboxCounter()
-    if counter.add(duration, failed, denied):
-        with self._lock:
-            counter.settle()
-
-
-def _stats_patch(record_call: Any) -> list[tuple[Any, dict[str, Any]]]:
-    return [(_registry.ToolRegistry, {"record_call": record_call})]
 
 
 # --------------------------------------------------------------------------- workloads
@@ -539,7 +486,8 @@ def _variants(opt: str) -> tuple[Variant, Variant]:
         ops = _setup()
         return Variant(ops, [(_trace, {"secrets": _SeededIds()})]), Variant(ops, [])
     if opt == "stats-inbox":
-        return Variant(_setup(), _stats_patch(_inbox_record_call)), Variant(_setup(), [])
+        ops = _setup()
+        return Variant(ops, []), Variant(ops, [(_pipeline, {"SETTLE_AT": 1})])
     return Variant(_setup(), []), Variant(_setup(model_path=True), [])
 
 

@@ -7,6 +7,7 @@ import contextvars
 import dataclasses
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -1311,6 +1312,35 @@ async def test_running_lists_in_flight_calls(registry: ToolRegistry) -> None:
     gate.set()
     await task
     assert ex.running() == []
+
+
+async def test_when_a_call_arrived_and_ran_is_wall_clock_time(registry: ToolRegistry) -> None:
+    """A queued call (no clock read until it waits), a running one and a finished result all
+    report wall-clock times inside the window the test saw them in."""
+    gate, running = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> str:
+        running.set()
+        await gate.wait()
+        return "ok"
+
+    define_tool(hold)
+    ex = Executor(registry, max_concurrency=1)
+    before = time.time()
+    first = asyncio.create_task(ex.call("hold", call_id="first"))
+    second = asyncio.create_task(ex.call("hold", call_id="second"))
+    await asyncio.wait_for(running.wait(), 60)  # the first runs; the second got to its slot
+    assert sorted(c.status for c in ex.running()) == ["queued", "running"]
+    after = time.time()
+    for info in ex.running():
+        assert before <= info.started <= after, info
+    gate.set()
+    done = await asyncio.gather(first, second)
+    end = time.time()
+    for result in done:
+        assert before <= result.started_at <= result.ended_at <= end
+        assert result.ended_at - result.started_at == pytest.approx(result.duration, abs=1e-6)
+    assert done[1].started_at >= done[0].started_at  # the queued one ran after the slot freed
 
 
 async def test_close_cancels_in_flight_calls_and_refuses_new_ones(registry: ToolRegistry) -> None:

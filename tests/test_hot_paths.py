@@ -505,6 +505,18 @@ async def test_the_counter_a_plan_keeps_follows_resets_and_replacements() -> Non
     assert reg.stats("ping").calls == 1
 
 
+def _stats_after_threads(reg: ToolRegistry, target: Any, args: list[Any], most: int) -> Any:
+    """``job``'s stats once a thread for each of ``args`` ran ``target``; read once while they
+    run too (a consistent snapshot of no more than ``most`` calls)."""
+    threads = [threading.Thread(target=target, args=(arg,)) for arg in args]
+    for t in threads:
+        t.start()
+    assert reg.stats("job").calls <= most
+    for t in threads:
+        t.join()
+    return reg.stats("job")
+
+
 def test_stats_recorded_from_many_threads_are_exact() -> None:
     def job() -> None: ...
 
@@ -516,19 +528,48 @@ def test_stats_recorded_from_many_threads_are_exact() -> None:
         for _ in range(per_thread):
             reg.record_call("job", 0.001, failed)
 
-    threads = [threading.Thread(target=record, args=(i % 2 == 0,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    partial = reg.stats("job")  # reading while recording: a consistent snapshot
-    assert partial.calls <= 4 * per_thread
-    for t in threads:
-        t.join()
-    stats = reg.stats("job")
+    stats = _stats_after_threads(reg, record, [i % 2 == 0 for i in range(4)], 4 * per_thread)
     assert (stats.calls, stats.failures) == (4 * per_thread, 2 * per_thread)
     assert stats.mean == pytest.approx(0.001)
     assert stats.p95 == pytest.approx(0.001)
     reg.reset_stats()
     assert reg.stats("job").calls == 0
+
+
+def test_stats_of_calls_from_many_loops_and_threads_are_exact() -> None:
+    """The executor records a finished call without the registry's lock (an inbox settled
+    under it every ``SETTLE_AT`` calls and when read): ok, failed and denied calls from four
+    threads, each with its own loop and executor, read while they run and after, count
+    exactly."""
+    from kode_nb.tools._stats import SETTLE_AT
+
+    def job(fail: bool) -> str:
+        """Maybe fail.
+
+        Args:
+            fail: Whether to raise.
+        """
+        if fail:
+            raise ValueError("asked to")
+        return "ok"
+
+    reg = ToolRegistry()
+    define_tool(job, registry=reg)
+    per_thread = 3 * SETTLE_AT + 7  # settled twice or more by the callers, the rest when read
+
+    def calls(which: int) -> None:
+        async def go() -> None:
+            ex = Executor(reg, policy=Policy(deny=["job"]) if which == 3 else None)
+            for i in range(per_thread):
+                await ex.call("job", {"fail": which == 1 and i % 2 == 0})
+
+        asyncio.run(go())
+
+    stats = _stats_after_threads(reg, calls, list(range(4)), 4 * per_thread)
+    failed = (per_thread + 1) // 2
+    assert (stats.calls, stats.failures, stats.denials) == (4 * per_thread, failed, per_thread)
+    assert 0 < stats.mean < 1
+    assert 0 < stats.p95 < 1
 
 
 # ----------------------------------------------------------------------- %load_ext (T6)

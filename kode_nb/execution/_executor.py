@@ -53,7 +53,6 @@ import contextlib
 import itertools
 import secrets
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -325,7 +324,6 @@ class Executor:
             loop,
             slots.thread,
             _current_task(loop),
-            time.time(),
             plan,
             registry,
         )
@@ -418,7 +416,7 @@ class Executor:
                 parent_call_id=s.parent_call_id,
                 tool=s.tool,
                 status=s.status,
-                started=s.started,
+                started=s.arrived(),
             )
             for s in [*self._inflight, *self._workers.stopping]
         ]

@@ -36,6 +36,7 @@ from kode_nb.execution._results import convert_value, exception_outcome
 from kode_nb.execution._running import CallState, decide, preview_text
 from kode_nb.policy._approval import ApprovalRequest
 from kode_nb.tools._model import Tool
+from kode_nb.tools._stats import SETTLE_AT
 from kode_nb.types import (
     ResultStatus,
     TextBlock,
@@ -243,6 +244,8 @@ class CallSteps:
                 return self.fail(st, "error", refused, "ToolStuckError")
         if ask_why is not None:
             assert json_args is not None
+            if not st.started:
+                st.started = _wall()
             asked = await self.ask(st, tool, json_args, ask_why, approver)
             if isinstance(asked, ToolResult):
                 return asked
@@ -252,11 +255,14 @@ class CallSteps:
         taken = 0
         st.status = "queued"
         timeout = plan.timeout
-        deadline = 0.0
+        deadline = now = 0.0
         deadlines = plan.deadlines
         if timeout and deadlines is not None:  # it counts while waiting for a slot too
-            deadline = deadlines.clock() + timeout
+            now = deadlines.clock()
+            deadline = now + timeout
             deadlines.add(deadline, st)
+            if deadlines.clock is not _perf:
+                now = 0.0
         try:
             for limit in limits:
                 # Limit.take's fast path, inline (with release_limits': 3 % of a batch of 100
@@ -266,6 +272,9 @@ class CallSteps:
                     taken += 1
                     continue
                 st.waiting = limit
+                if not st.started:
+                    st.started = _wall()
+                now = 0.0  # the body starts later than the deadline was read
                 await limit.take()
                 taken += 1
                 if deadline and st.loop.time() >= deadline:  # the slot came too late
@@ -283,8 +292,7 @@ class CallSteps:
                 kwargs = {plan.arguments_param: kwargs}
             if plan.context_param is not None:
                 kwargs = {**kwargs, plan.context_param: self.context(st)}
-            st.wall0 = _wall()
-            st.t0 = _perf()
+            st.t0 = now or _perf()  # the deadline's reading when nothing was waited for since
             try:
                 if plan.mode == "async":
                     value = await plan.function(**kwargs)
@@ -460,8 +468,8 @@ class CallSteps:
         t0 = st.t0
         if t0:
             duration = _perf() - t0
-            started_at = st.wall0
-            ended_at = started_at + duration
+            ended_at = _wall()
+            started_at = ended_at - duration
         else:
             duration = 0.0
             started_at = ended_at = _wall()
@@ -480,10 +488,17 @@ class CallSteps:
         if self._settings.bus.active:
             self._settings.bus.emit(_terminal_event(st, result, issues, timeout))
         counted = st.plan.counter
-        if counted is not None:  # what record_call does, without looking the counter up
+        if counted is not None:  # what record_call does, without looking it up or a lock
             counter, lock = counted
-            with lock:
-                counter.add(duration, is_error, status == "denied")
+            inbox = counter.inbox
+            inbox.append(
+                duration
+                if not is_error and status != "denied"
+                else (duration, is_error, status == "denied")
+            )
+            if len(inbox) >= SETTLE_AT:
+                with lock:
+                    counter.settle()
         elif status == "denied":  # counted apart from failures
             st.registry.record_call(st.plan.name, duration, False, denied=True)
         else:

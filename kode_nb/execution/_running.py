@@ -71,7 +71,6 @@ class CallState:
         "token",
         "tool",
         "waiting",
-        "wall0",
     )
 
     def __init__(
@@ -85,7 +84,6 @@ class CallState:
         loop: asyncio.AbstractEventLoop,
         loop_thread: int,
         task: asyncio.Task[Any] | None,
-        started: float,
         plan: Any,
         registry: Any,
     ) -> None:
@@ -99,7 +97,9 @@ class CallState:
         self.loop_thread = loop_thread
         """The id of the thread running ``loop``."""
         self.task = task
-        self.started = started
+        self.started = 0.0
+        """Wall-clock time the call arrived, stamped when it first waits (for an approval or a
+        slot); 0 while it has not waited (see :meth:`arrived`)."""
         self.plan = plan
         """The executor's precomputed data for the tool."""
         self.registry = registry
@@ -127,8 +127,14 @@ class CallState:
         """The :class:`~kode_nb.execution._plans.Limit` the call last queued for, if any."""
         self.t0 = 0.0
         """``perf_counter()`` when the body started (0: it never ran)."""
-        self.wall0 = 0.0
-        """``time.time()`` when the body started."""
+
+    def arrived(self) -> float:
+        """Wall-clock time the call arrived. A call that never waited is stamped by its body's
+        start, microseconds after it arrived (no clock is read for it before)."""
+        if self.started:
+            return self.started
+        now = time.time()
+        return now - (time.perf_counter() - self.t0) if self.t0 else now
 
     def get_token(self) -> CancelToken:
         """The call's cancel token, created on first use (already set if the call was stopped)."""
@@ -200,6 +206,16 @@ class CallState:
         task.cancel()
 
 
+MONOTONIC: Callable[[], float] = (
+    time.perf_counter
+    if time.get_clock_info("perf_counter").implementation
+    == time.get_clock_info("monotonic").implementation
+    else time.monotonic
+)
+"""``time.monotonic``, as ``time.perf_counter`` where both read the same clock (Linux:
+``CLOCK_MONOTONIC``)."""
+
+
 class Deadlines:
     """The timeouts of running calls, served by one loop timer instead of one per call.
 
@@ -226,9 +242,11 @@ class Deadlines:
     ) -> None:
         self._loop = loop
         self.clock: Callable[[], float] = (
-            time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+            MONOTONIC if type(loop).time is asyncio.BaseEventLoop.time else loop.time
         )
-        """The loop's clock (``loop.time()``): asyncio's own loops read ``time.monotonic``."""
+        """The loop's clock (``loop.time()``): asyncio's own loops read ``time.monotonic``
+        (``time.perf_counter`` where that reads the same clock: a call's start is then the
+        reading its deadline was set from)."""
         self._on_expire = on_expire
         self._fifo: deque[tuple[float, CallState]] = deque()
         self._heap: list[tuple[float, int, CallState]] = []
