@@ -92,6 +92,8 @@ class TextCalls:
     """How many call-shaped objects that are no valid call were dropped."""
     unescaped: bool = False
     """The text was read with its HTML entities (``&quot;``, ``&#34;``, ``&lt;``...) unescaped."""
+    requoted: bool = False
+    """The text was read with its Python-quoted strings and literals made JSON."""
 
 
 def parse_text_calls(
@@ -110,11 +112,56 @@ def read_text_calls(
     ``names``, when given). ``cut``: the answer ended at the length limit, so a fragment after
     complete calls is dropped instead of its closing brackets being added."""
     found = _read(text, names, cut=cut)
+    unescaped = False
     if found is None and _ENTITY.search(text):
-        found = _read(html.unescape(text), names, cut=cut)
+        text = html.unescape(text)
+        found = _read(text, names, cut=cut)
+        unescaped = True
+    if found is None and _PYTHONISH.search(text):
+        json_text = _requoted(text)
+        found = None if json_text is None else _read(json_text, names, cut=cut)
         if found is not None:
-            found = dataclasses.replace(found, unescaped=True)
+            found = dataclasses.replace(found, requoted=True)
+    if found is not None and unescaped:
+        found = dataclasses.replace(found, unescaped=True)
     return found
+
+
+_PYTHONISH = re.compile(r"'|\b(?:True|False|None)\b")
+"""What a call written with Python's quoting or literals has and JSON has not."""
+_PY_LITERALS = re.compile(r"\b(True|False|None)\b")
+_JSON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
+def _requoted(text: str) -> str | None:
+    """``text`` with each single-quoted string written as a JSON string and ``True``, ``False``
+    and ``None`` outside strings as ``true``, ``false`` and ``null``; ``None`` when a string is
+    not closed (an apostrophe in prose, say). Double-quoted strings are kept as written."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    plain = 0  # where the text outside strings not yet copied starts
+    while i < n:
+        char = text[i]
+        if char not in "'\"":
+            i += 1
+            continue
+        out.append(_PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], text[plain:i]))
+        j = i + 1
+        piece: list[str] = []
+        while j < n and text[j] != char:
+            if text[j] == "\\" and j + 1 < n:
+                escaped = text[j + 1]
+                piece.append(escaped if char == "'" and escaped == "'" else text[j : j + 2])
+                j += 2
+                continue
+            piece.append('\\"' if char == "'" and text[j] == '"' else text[j])
+            j += 1
+        if j >= n:
+            return None
+        out.append('"' + "".join(piece) + '"')
+        i = plain = j + 1
+    out.append(_PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], text[plain:]))
+    return "".join(out)
 
 
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|apos|#34|#39|#x22|#x27);")

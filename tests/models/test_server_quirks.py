@@ -151,6 +151,19 @@ async def test_a_call_missing_its_last_brace_is_repaired_and_said_so() -> None:
     assert any("missing closing brackets added" in n for n in response.notices)
 
 
+async def test_a_call_written_with_pythons_quoting_is_read_and_said_so() -> None:
+    """llama-cpp-python's own call syntax, HTML-escaped, its value single-quoted (recorded from
+    Qwen2.5-Coder-0.5B in LangGraph with kode_nb's model)."""
+    server = MockServer(text_stream("functions.get_weather:\n{&#34;city&#34;: 'Paris'}"))
+    async with server.client() as client:
+        response = await collect(model(client).stream(request()))
+    [recovered] = response.tool_calls
+    assert (recovered.name, json.loads(recovered.arguments)) == ("get_weather", {"city": "Paris"})
+    [notice] = [n for n in response.notices if "recovered from the answer text" in n]
+    assert "written HTML-escaped, read unescaped" in notice
+    assert "written with Python's quoting, read as JSON" in notice
+
+
 async def test_a_fragment_cut_at_the_length_limit_stays_text() -> None:
     answer = '{"name": "add", "arguments": {"a": 48213'
     server = MockServer(text_stream(answer, finish="length"))

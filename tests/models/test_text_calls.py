@@ -279,9 +279,53 @@ def test_llama_cpp_pythons_call_syntax_is_read(
 
 
 @pytest.mark.parametrize(
+    ("text", "expected", "unescaped"),
+    [
+        # llama-cpp-python 0.3.36, chatml-function-calling, Qwen2.5-Coder-0.5B, in LangGraph
+        # with kode_nb's model: the answer after a refused call, recorded
+        # (benchmarks/results/local_models_llama_cpp_python.txt, approval case)
+        ("functions.get_weather:\n{&#34;city&#34;: 'Paris'}", [PARIS], True),
+        ("{'name': 'add', 'arguments': {'a': 48213, 'b': 91877}}", [ADD], False),
+        ("```json\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```", [PARIS], False),
+        (
+            "{'name': 'say', 'arguments': {'text': 'it\\'s \"fine\"', 'loud': True, 'to': None}}",
+            [("say", {"text": 'it\'s "fine"', "loud": True, "to": None})],
+            False,
+        ),
+        (
+            '{"name": "say", "arguments": {"text": "True \'as\' written", "loud": False}}',
+            [("say", {"text": "True 'as' written", "loud": False})],
+            False,
+        ),
+    ],
+)
+def test_calls_written_with_pythons_quoting_are_read(
+    text: str, expected: list[tuple[str, dict[str, object]]], unescaped: bool
+) -> None:
+    found = read_text_calls(text, [*TOOLS, "say"])
+    assert found is not None
+    assert [(c.name, json.loads(c.arguments)) for c in found.calls] == expected
+    assert found.unescaped is unescaped
+    assert found.requoted  # and so it says
+
+
+@pytest.mark.parametrize(
     "text",
     [
-        "functions.get_weather:\n{&#34;city&#34;: 'Paris'}",  # not JSON, escaped or not
+        "It's 'add' you want, isn't it?",  # prose with quotes
+        "{'name': 'add', 'arguments': {'a': 1}} and it's done",  # text after it
+        "{'name': 'add', 'arguments': {'a': 'x}}",  # a string never closed
+        "{'name': 'lookup', 'arguments': {'q': 'x'}}",  # a tool not offered
+        "{'a': 1, 'b': 2}",  # data, no call
+    ],
+)
+def test_python_quoted_text_that_is_no_call_stays_text(text: str) -> None:
+    assert read_text_calls(text, TOOLS) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "functions.result:\n{ &amp;#34;result&amp;#34;: 150090 }",  # escaped twice
         'The answer: functions.add:\n{"a": 1, "b": 2}',  # text before it
         'functions.add:\n{"a": 1, "b": 2} and that is all',  # text after it
