@@ -105,10 +105,10 @@ class CallCounter:
         add = self.add
         while inbox:
             item = pop()
-            if type(item) is float:
-                add(item, False)
-            else:
+            if isinstance(item, tuple):
                 add(*item)
+            else:
+                add(item, False)
 
     def add(self, duration: float, failed: bool, denied: bool = False) -> None:
         """Count one finished call; a denial never ran, so its duration is left out."""
