@@ -117,7 +117,7 @@ def read_text_calls(
         text = html.unescape(text)
         found = _read(text, names, cut=cut)
         unescaped = True
-    if found is None and _PYTHONISH.search(text):
+    if found is None and _PYTHONISH.match(text):
         json_text = _requoted(text)
         found = None if json_text is None else _read(json_text, names, cut=cut)
         if found is not None:
@@ -127,45 +127,50 @@ def read_text_calls(
     return found
 
 
-_PYTHONISH = re.compile(r"'|\b(?:True|False|None)\b")
-"""What a call written with Python's quoting or literals has and JSON has not."""
+_PYTHONISH = re.compile(r"\s*(?:[{\[<`]|functions\.).*(?:'|\b(?:True|False|None)\b)", re.S)
+"""Text that starts like a call and has what Python's quoting or literals have and JSON has not
+(prose with an apostrophe is never requoted)."""
+_QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.S)
+_IN_SINGLE_QUOTES = re.compile(r'\\(.)|"', re.S)
 _PY_LITERALS = re.compile(r"\b(True|False|None)\b")
 _JSON_LITERALS = {"True": "true", "False": "false", "None": "null"}
 
 
-def _requoted(text: str) -> str | None:
-    """``text`` with each single-quoted string written as a JSON string and ``True``, ``False``
-    and ``None`` outside strings as ``true``, ``false`` and ``null``; ``None`` when a string is
-    not closed (an apostrophe in prose, say). Double-quoted strings are kept as written."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    plain = 0  # where the text outside strings not yet copied starts
-    while i < n:
-        char = text[i]
-        if char not in "'\"":
-            i += 1
-            continue
-        out.append(_PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], text[plain:i]))
-        j = i + 1
-        piece: list[str] = []
-        while j < n and text[j] != char:
-            if text[j] == "\\" and j + 1 < n:
-                escaped = text[j + 1]
-                piece.append(escaped if char == "'" and escaped == "'" else text[j : j + 2])
-                j += 2
-                continue
-            piece.append('\\"' if char == "'" and text[j] == '"' else text[j])
-            j += 1
-        if j >= n:
-            return None
-        out.append('"' + "".join(piece) + '"')
-        i = plain = j + 1
-    out.append(_PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], text[plain:]))
-    return "".join(out)
-
-
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|apos|#34|#39|#x22|#x27);")
 """An HTML entity of a character JSON or a call tag is written with."""
+
+
+def _requoted(text: str) -> str | None:
+    """``text`` with each single-quoted string written as a JSON string and ``True``, ``False``
+    and ``None`` outside strings as ``true``, ``false`` and ``null``; ``None`` when a quote is
+    left unclosed. Double-quoted strings are kept as written."""
+    out: list[str] = []
+    end = 0
+    for match in _QUOTED.finditer(text):
+        gap = _json_literals(text[end : match.start()])
+        if gap is None:
+            return None
+        quoted = match.group()
+        if quoted[0] == "'":
+            quoted = '"' + _IN_SINGLE_QUOTES.sub(_unquote_single, quoted[1:-1]) + '"'
+        out += (gap, quoted)
+        end = match.end()
+    gap = _json_literals(text[end:])
+    return None if gap is None else "".join(out) + gap
+
+
+def _unquote_single(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    if escaped is None:  # a double quote inside single quotes
+        return '\\"'
+    return "'" if escaped == "'" else match.group()
+
+
+def _json_literals(gap: str) -> str | None:
+    """Text between strings with Python's literals made JSON's (``None``: a stray quote)."""
+    if "'" in gap or '"' in gap:
+        return None
+    return _PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], gap) if "e" in gap else gap
 
 
 def _read(text: str, names: Collection[str] | None, *, cut: bool) -> TextCalls | None:

@@ -317,6 +317,8 @@ def test_calls_written_with_pythons_quoting_are_read(
         "{'name': 'add', 'arguments': {'a': 'x}}",  # a string never closed
         "{'name': 'lookup', 'arguments': {'q': 'x'}}",  # a tool not offered
         "{'a': 1, 'b': 2}",  # data, no call
+        "{" + "'" * 20001,  # quotes by the thousand, one left open
+        "{'name': 'add', 'arguments': {'a': '" + "x'" * 5000 + "}}",
     ],
 )
 def test_python_quoted_text_that_is_no_call_stays_text(text: str) -> None:
