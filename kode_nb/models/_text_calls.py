@@ -93,7 +93,8 @@ class TextCalls:
     unescaped: bool = False
     """The text was read with its HTML entities (``&quot;``, ``&#34;``, ``&lt;``...) unescaped."""
     requoted: bool = False
-    """The text was read with its Python-quoted strings and literals made JSON."""
+    """The text was read with its Python-quoted strings, bare-word values and Python literals
+    made JSON."""
 
 
 def parse_text_calls(
@@ -117,9 +118,9 @@ def read_text_calls(
         text = html.unescape(text)
         found = _read(text, names, cut=cut)
         unescaped = True
-    if found is None and _PYTHONISH.match(text):
+    if found is None and _CALL_START.match(text):
         json_text = _requoted(text)
-        found = None if json_text is None else _read(json_text, names, cut=cut)
+        found = None if json_text in (None, text) else _read(json_text, names, cut=cut)
         if found is not None:
             found = dataclasses.replace(found, requoted=True)
     if found is not None and unescaped:
@@ -127,13 +128,16 @@ def read_text_calls(
     return found
 
 
-_PYTHONISH = re.compile(r"\s*(?:[{\[<`]|functions\.).*(?:'|\b(?:True|False|None)\b)", re.S)
-"""Text that starts like a call and has what Python's quoting or literals have and JSON has not
-(prose with an apostrophe is never requoted)."""
+_CALL_START = re.compile(r"\s*(?:[{\[<`]|functions\.)")
+"""How text that is nothing but calls starts (prose is never requoted)."""
 _QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.S)
 _IN_SINGLE_QUOTES = re.compile(r'\\(.)|"', re.S)
 _PY_LITERALS = re.compile(r"\b(True|False|None)\b")
 _JSON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_BARE_VALUE = re.compile(
+    r"(:[ \t]*)([A-Za-z_][\w.\-]*(?:[ \t]+[A-Za-z_][\w.\-]*)*)(?=[ \t]*[,}\]])"
+)
+"""A value written as words without quotes (``{"city": Paris}``, ``{"city": New York}``)."""
 
 
 _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|apos|#34|#39|#x22|#x27);")
@@ -167,10 +171,20 @@ def _unquote_single(match: re.Match[str]) -> str:
 
 
 def _json_literals(gap: str) -> str | None:
-    """Text between strings with Python's literals made JSON's (``None``: a stray quote)."""
+    """Text between strings with Python's literals made JSON's and values written as bare words
+    quoted (``None``: a stray quote)."""
     if "'" in gap or '"' in gap:
         return None
+    if ":" in gap:
+        gap = _BARE_VALUE.sub(_quote_bare, gap)
     return _PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], gap) if "e" in gap else gap
+
+
+def _quote_bare(match: re.Match[str]) -> str:
+    word = match.group(2)
+    if word in _JSON_LITERALS or word in ("true", "false", "null"):
+        return match.group()
+    return match.group(1) + json.dumps(word, ensure_ascii=False)
 
 
 def _read(text: str, names: Collection[str] | None, *, cut: bool) -> TextCalls | None:

@@ -161,7 +161,7 @@ async def test_a_call_written_with_pythons_quoting_is_read_and_said_so() -> None
     assert (recovered.name, json.loads(recovered.arguments)) == ("get_weather", {"city": "Paris"})
     [notice] = [n for n in response.notices if "recovered from the answer text" in n]
     assert "written HTML-escaped, read unescaped" in notice
-    assert "written with Python's quoting, read as JSON" in notice
+    assert "written with Python's quotes or unquoted words, read as JSON" in notice
 
 
 async def test_a_fragment_cut_at_the_length_limit_stays_text() -> None:

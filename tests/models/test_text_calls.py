@@ -286,6 +286,13 @@ def test_llama_cpp_pythons_call_syntax_is_read(
         # (benchmarks/results/local_models_llama_cpp_python.txt, approval case)
         ("functions.get_weather:\n{&#34;city&#34;: 'Paris'}", [PARIS], True),
         ("{'name': 'add', 'arguments': {'a': 48213, 'b': 91877}}", [ADD], False),
+        # the same, in pydantic-ai with kode_nb's model: the value as a bare word, recorded
+        ("functions.get_weather:\n{&#34;city&#34;:Paris}", [PARIS], True),
+        (
+            '{"name": "get_weather", "arguments": {"city": New York}}',
+            [("get_weather", {"city": "New York"})],
+            False,
+        ),
         ("```json\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n```", [PARIS], False),
         (
             "{'name': 'say', 'arguments': {'text': 'it\\'s \"fine\"', 'loud': True, 'to': None}}",
@@ -317,6 +324,8 @@ def test_calls_written_with_pythons_quoting_are_read(
         "{'name': 'add', 'arguments': {'a': 'x}}",  # a string never closed
         "{'name': 'lookup', 'arguments': {'q': 'x'}}",  # a tool not offered
         "{'a': 1, 'b': 2}",  # data, no call
+        '{"name": "add", "arguments": {"a": one plus two}} then more',
+        "{name: add, arguments: {}}",  # bare keys stay unread
         "{" + "'" * 20001,  # quotes by the thousand, one left open
         "{'name': 'add', 'arguments': {'a': '" + "x'" * 5000 + "}}",
     ],
