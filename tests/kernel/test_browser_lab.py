@@ -90,7 +90,6 @@ def _drive(page: Any, base: str, folder: Path, errors: list[str]) -> None:
     for i in (0, 1):
         run_cell(page, i)
     wait_output(page, 1, "write_note")
-    docs_screenshot(page.locator(".jp-Notebook .jp-Cell").nth(1), "tool-card.png")
     run_cell(page, 2)
     approve = page.get_by_role("button", name="Approve")  # its name includes the icon
     approve.wait_for(timeout=20_000)
@@ -124,8 +123,6 @@ def _drive(page: Any, base: str, folder: Path, errors: list[str]) -> None:
         run_cell(page, i)
         cell = page.locator(".jp-Notebook .jp-Cell").nth(i)
         cell.get_by_role("button", name="Approve").wait_for(timeout=20_000)
-        if i == 7:  # an agent run waiting for its call's approval
-            docs_screenshot(cell, "ask-approval.png")
         cell.get_by_role("button", name="Approve").click()
         wait_output(page, i, "done.")
     run_cell(page, 10)
