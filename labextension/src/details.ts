@@ -303,12 +303,20 @@ export function keyValues(attributes: Record<string, unknown>): HTMLElement {
   return grid;
 }
 
+/** An event's attributes that say something: a null one (no reason given) is left out. */
+function eventAttributes(attributes: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(attributes).filter(([, value]) => value !== null && value !== undefined)
+  );
+}
+
 function eventsSection(flat: FlatTrace, s: SpanData): HTMLElement | null {
   if (!s.events.length) {
     return null;
   }
-  const events = s.events.map(e =>
-    h(
+  const events = s.events.map(e => {
+    const attributes = eventAttributes(e.attributes);
+    return h(
       'div.kode-nb-event',
       null,
       h(
@@ -321,9 +329,9 @@ function eventsSection(flat: FlatTrace, s: SpanData): HTMLElement | null {
         ),
         h('code', null, e.name)
       ),
-      Object.keys(e.attributes).length ? keyValues(e.attributes) : null
-    )
-  );
+      Object.keys(attributes).length ? keyValues(attributes) : null
+    );
+  });
   return section(`Events (${s.events.length})`, h('div.kode-nb-events', null, ...events));
 }
 

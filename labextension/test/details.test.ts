@@ -45,7 +45,9 @@ const TRACE = flatten(
               name: 'approval_resolved',
               time: 100.1,
               attributes: { approved: false, reason: 'no' }
-            }
+            },
+            { name: 'finished', time: 100.2, attributes: { reason: null, status: 'denied' } },
+            { name: 'noted', time: 100.21, attributes: { reason: null } }
           ]
         }
       ]
@@ -100,13 +102,16 @@ test('a denied tool call reads denied, with the reason', () => {
 test('events are compact lines, their attributes a key/value grid (one key per row)', () => {
   const pane = renderDetails(TRACE, 2);
   const events = pane.querySelectorAll('.kode-nb-event');
-  assert.equal(events.length, 1);
+  assert.equal(events.length, 3);
   assert.match(
     events[0].querySelector('.kode-nb-event-head')?.textContent ?? '',
     /approval_resolved/
   );
   assert.deepEqual(texts(events[0] as HTMLElement, '.kode-nb-kv dt'), ['approved', 'reason']);
   assert.deepEqual(texts(events[0] as HTMLElement, '.kode-nb-kv dd'), ['false', 'no']);
+  // a null attribute (no reason given) says nothing: left out, and no grid when none is left
+  assert.deepEqual(texts(events[1] as HTMLElement, '.kode-nb-kv dt'), ['status']);
+  assert.equal(events[2].querySelector('.kode-nb-kv'), null);
   assert.equal(pane.querySelector('table.kode-nb-events'), null);
 });
 
