@@ -751,7 +751,11 @@ class OpenAIChatModel(HttpModel):
         )
         mended = [
             *(["written HTML-escaped, read unescaped"] if found.unescaped else []),
-            *(["written with Python's quotes or unquoted words, read as JSON"] if found.requoted else []),
+            *(
+                ["written with Python's quotes or unquoted words, read as JSON"]
+                if found.requoted
+                else []
+            ),
             *(["the last call's missing closing brackets added"] if found.repaired else []),
             *(
                 ["the answer was cut at the length limit: its incomplete last call dropped"]
