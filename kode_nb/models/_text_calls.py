@@ -134,6 +134,7 @@ _QUOTED = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""", re.S)
 _IN_SINGLE_QUOTES = re.compile(r'\\(.)|"', re.S)
 _PY_LITERALS = re.compile(r"\b(True|False|None)\b")
 _JSON_LITERALS = {"True": "true", "False": "false", "None": "null"}
+_LITERAL_WORDS = frozenset({*_JSON_LITERALS, *_JSON_LITERALS.values()})
 _BARE_VALUE = re.compile(
     r"(:[ \t]*)([A-Za-z_][\w.\-]*(?:[ \t]+[A-Za-z_][\w.\-]*)*)(?=[ \t]*[,}\]])"
 )
@@ -145,9 +146,9 @@ _ENTITY = re.compile(r"&(?:quot|lt|gt|amp|apos|#34|#39|#x22|#x27);")
 
 
 def _requoted(text: str) -> str | None:
-    """``text`` with each single-quoted string written as a JSON string and ``True``, ``False``
-    and ``None`` outside strings as ``true``, ``false`` and ``null``; ``None`` when a quote is
-    left unclosed. Double-quoted strings are kept as written."""
+    """``text`` with each single-quoted string and each bare-word value written as a JSON string
+    and ``True``, ``False`` and ``None`` outside strings as ``true``, ``false`` and ``null``;
+    ``None`` when a quote is left unclosed. Double-quoted strings are kept as written."""
     out: list[str] = []
     end = 0
     for match in _QUOTED.finditer(text):
@@ -175,14 +176,13 @@ def _json_literals(gap: str) -> str | None:
     quoted (``None``: a stray quote)."""
     if "'" in gap or '"' in gap:
         return None
-    if ":" in gap:
-        gap = _BARE_VALUE.sub(_quote_bare, gap)
-    return _PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], gap) if "e" in gap else gap
+    gap = _BARE_VALUE.sub(_quote_bare, gap)
+    return _PY_LITERALS.sub(lambda m: _JSON_LITERALS[m.group(1)], gap)
 
 
 def _quote_bare(match: re.Match[str]) -> str:
     word = match.group(2)
-    if word in _JSON_LITERALS or word in ("true", "false", "null"):
+    if word in _LITERAL_WORDS:
         return match.group()
     return match.group(1) + json.dumps(word, ensure_ascii=False)
 
